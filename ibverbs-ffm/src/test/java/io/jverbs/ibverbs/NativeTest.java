@@ -1,0 +1,105 @@
+package io.jverbs.ibverbs;
+
+import io.jverbs.ibverbs.raw.verbs_h;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Loading, errno capture and error messages, on any machine (no RDMA device needed). */
+class NativeTest {
+
+    @Test
+    void deviceListWithoutKernelSupportIsNullWithEnosysNotACrash() {
+        boolean kernelHasRdma = Files.isDirectory(Path.of("/sys/class/infiniband_verbs"));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment num = arena.allocate(JAVA_INT);
+            num.set(JAVA_INT, 0, -7);
+            MemorySegment list = verbs_h.ibv_get_device_list(num);
+            if (kernelHasRdma) {
+                assertNotEquals(0, list.address(), "ibv_get_device_list with kernel RDMA support");
+                assertTrue(num.get(JAVA_INT, 0) >= 0);
+                verbs_h.ibv_free_device_list(list);
+            } else {
+                assertEquals(0, list.address(), "no kernel RDMA support: NULL list");
+                assertEquals(Errno.ENOSYS, Native.lastErrno(), "errno captured: " + Errno.name(Native.lastErrno()));
+                VerbsException e = VerbsException.of("ibv_get_device_list", Native.lastErrno());
+                assertTrue(e.getMessage().startsWith("ibv_get_device_list failed: ENOSYS (38). "), e.getMessage());
+                assertTrue(e.getMessage().contains("rdma_rxe"), e.getMessage());
+            }
+        }
+    }
+
+    @Test
+    void errnoIsPerThread() throws Exception {
+        verbs_h.ibv_get_device_list(MemorySegment.NULL);
+        int here = Native.lastErrno();
+        int[] there = new int[1];
+        Thread t = Thread.ofPlatform().start(() -> there[0] = Native.lastErrno());
+        t.join();
+        assertEquals(0, there[0], "a new thread has its own, untouched errno state");
+        assertEquals(here, Native.lastErrno());
+    }
+
+    @Test
+    void missingLibraryNamesThePackage() {
+        UnsatisfiedLinkError e = assertThrows(UnsatisfiedLinkError.class,
+                () -> Native.load("libjverbs-does-not-exist.so.1", "jverbs-missing-pkg"));
+        assertTrue(e.getMessage().contains("apt-get install jverbs-missing-pkg"), e.getMessage());
+    }
+
+    @Test
+    void missingSymbolIsUnsupportedNotACrash() {
+        UnsupportedVerbException e = assertThrows(UnsupportedVerbException.class, () -> Native.downcall(Native.libibverbs(),
+                "libibverbs.so.1", "ibv_jverbs_no_such_verb", java.lang.foreign.FunctionDescriptor.ofVoid(), false));
+        assertEquals("ibv_jverbs_no_such_verb", e.verb());
+        assertTrue(e.getMessage().contains("not exported"), e.getMessage());
+    }
+
+    @Test
+    void messagesNameTheVerbTheErrnoAndTheFix() {
+        assertEquals("ibv_create_qp failed: EINVAL (22)", VerbsException.of("ibv_create_qp", 22).getMessage());
+        assertEquals("ibv_create_qp failed: EINVAL (22)", VerbsException.of("ibv_create_qp", -22).getMessage());
+        assertTrue(VerbsException.of("ibv_reg_mr", Errno.ENOMEM).getMessage().contains("ulimit -l"));
+        assertTrue(VerbsException.of("ibv_open_device", Errno.ENODEV).getMessage().contains("rdma link add"));
+        assertTrue(VerbsException.of("ibv_open_device", Errno.EACCES).getMessage().contains("/dev/infiniband"));
+        assertTrue(VerbsException.of("ibv_modify_qp", Errno.EOPNOTSUPP) instanceof UnsupportedVerbException);
+        assertFalse(VerbsException.of("ibv_modify_qp", Errno.EINVAL) instanceof UnsupportedVerbException);
+        assertEquals("errno 4000", Errno.name(4000));
+        VerbsException e = assertThrows(VerbsException.class, () -> VerbsException.check("ibv_get_cq_event", -1, Errno.EAGAIN));
+        assertEquals(Errno.EAGAIN, e.errno());
+        VerbsException.check("ibv_modify_qp", 0, 0);
+    }
+
+    /** A JVM that denies native access must get an error naming the exact flag. */
+    @Test
+    void deniedNativeAccessNamesTheFlag() throws Exception {
+        String java = ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java");
+        Process p = new ProcessBuilder(List.of(java, "--illegal-native-access=deny", "-cp", System.getProperty("java.class.path"),
+                LoadLibIbverbs.class.getName())).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+        assertNotEquals(0, p.exitValue(), out);
+        assertTrue(out.contains("--enable-native-access=ALL-UNNAMED"), out);
+    }
+
+    /** Entry point of the child JVM of {@link #deniedNativeAccessNamesTheFlag}. */
+    public static final class LoadLibIbverbs {
+        public static void main(String[] args) {
+            Native.libibverbs();
+            System.out.println("loaded without native access?");
+        }
+    }
+}
