@@ -1,0 +1,46 @@
+package io.jverbs.ibverbs.raw;
+
+import io.jverbs.ibverbs.Native;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The generated downcalls bind to the installed libibverbs.so.1 and capture errno; no device needed. */
+class DowncallsTest {
+
+    @Test
+    void everyDeclaredFunctionIsExportedByTheInstalledLibrary() throws Exception {
+        List<String> missing = new ArrayList<>();
+        int bound = 0;
+        for (Method m : verbs_h.class.getDeclaredMethods()) {
+            if (m.getName().endsWith("$handle")) {
+                try {
+                    m.invoke(null);
+                    bound++;
+                } catch (InvocationTargetException e) {
+                    missing.add(m.getName() + ": " + e.getCause());
+                }
+            }
+        }
+        System.out.printf("downcalls: %d bound, %d missing%n", bound, missing.size());
+        assertTrue(missing.isEmpty(), String.join("\n", missing));
+        assertTrue(bound >= 60, "only " + bound + " functions");
+    }
+
+    @Test
+    void aNullResultComesWithTheCapturedErrno() {
+        MemorySegment list = verbs_h.ibv_get_device_list(MemorySegment.NULL);
+        if (list.equals(MemorySegment.NULL)) {
+            assertNotEquals(0, Native.lastErrno(), "NULL from ibv_get_device_list without errno");
+        } else {
+            verbs_h.ibv_free_device_list(list);
+        }
+    }
+}

@@ -1,0 +1,33 @@
+package io.jverbs.rdmacm.raw;
+
+import org.junit.jupiter.api.Test;
+
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The generated downcalls bind to the installed librdmacm.so.1; no device needed. */
+class DowncallsTest {
+
+    @Test
+    void everyDeclaredFunctionIsExportedByTheInstalledLibrary() throws Exception {
+        List<String> missing = new ArrayList<>();
+        int bound = 0;
+        for (Method m : rdma_cma_h.class.getDeclaredMethods()) {
+            if (m.getName().endsWith("$handle")) {
+                try {
+                    m.invoke(null);
+                    bound++;
+                } catch (InvocationTargetException e) {
+                    missing.add(m.getName() + ": " + e.getCause());
+                }
+            }
+        }
+        System.out.printf("downcalls: %d bound, %d missing%n", bound, missing.size());
+        assertTrue(missing.isEmpty(), String.join("\n", missing));
+        assertTrue(bound >= 35, "only " + bound + " functions");
+    }
+}
