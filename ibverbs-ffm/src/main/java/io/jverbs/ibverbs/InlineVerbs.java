@@ -16,6 +16,7 @@ import io.jverbs.ibverbs.raw.verbs_h;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
@@ -50,6 +51,8 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 public final class InlineVerbs {
     /** Reads native memory by absolute address without making a new segment for each read. */
     private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+    /** A pointer-sized word; the verbs structs keep their pointers aligned, so no alignment check is needed. */
+    private static final ValueLayout.OfLong WORD = ValueLayout.JAVA_LONG_UNALIGNED;
 
     private static final long QP_CONTEXT = ibv_qp.context$OFFSET;
     private static final long CQ_CONTEXT = ibv_cq.context$OFFSET;
@@ -619,11 +622,11 @@ public final class InlineVerbs {
     /** The function pointer at {@code obj->context->ops.<slot>}. */
     private static long contextOp(MemorySegment obj, long contextOffset, long opOffset, String verb) {
         long object = nonNull(obj, verb);
-        long context = ALL.get(JAVA_LONG, object + contextOffset);
+        long context = ALL.get(WORD, object + contextOffset);
         if (context == 0) {
             throw new IllegalArgumentException(verb + ": the object has no context (not a live verbs object)");
         }
-        long fn = ALL.get(JAVA_LONG, context + OPS + opOffset);
+        long fn = ALL.get(WORD, context + OPS + opOffset);
         if (fn == 0) {
             throw new UnsupportedVerbException(verb, "the provider leaves this op empty");
         }
@@ -636,19 +639,19 @@ public final class InlineVerbs {
      */
     static long verbsContextOp(MemorySegment context, long opOffset) {
         long ctx = nonNull(context, "verbs_get_ctx_op");
-        if (ALL.get(JAVA_LONG, ctx + ABI_COMPAT) != ABI_IS_EXTENDED) {
+        if (ALL.get(WORD, ctx + ABI_COMPAT) != ABI_IS_EXTENDED) {
             return 0;
         }
         long vctx = ctx - VCTX_BACK;
-        long sz = ALL.get(JAVA_LONG, vctx + verbs_context.sz$OFFSET);
-        if (Long.compareUnsigned(sz, VCTX_SIZE - opOffset) < 0 || ALL.get(JAVA_LONG, vctx + opOffset) == 0) {
+        long sz = ALL.get(WORD, vctx + verbs_context.sz$OFFSET);
+        if (Long.compareUnsigned(sz, VCTX_SIZE - opOffset) < 0 || ALL.get(WORD, vctx + opOffset) == 0) {
             return 0;
         }
         return vctx;
     }
 
     private static MemorySegment op(long vctx, long opOffset) {
-        return MemorySegment.ofAddress(ALL.get(JAVA_LONG, vctx + opOffset));
+        return MemorySegment.ofAddress(ALL.get(WORD, vctx + opOffset));
     }
 
     private static MemorySegment qpOp(MemorySegment qpx, long slot, String verb) {
@@ -660,7 +663,7 @@ public final class InlineVerbs {
     }
 
     private static MemorySegment slotOf(MemorySegment obj, long slot, String verb) {
-        long fn = ALL.get(JAVA_LONG, nonNull(obj, verb) + slot);
+        long fn = ALL.get(WORD, nonNull(obj, verb) + slot);
         if (fn == 0) {
             throw new UnsupportedVerbException(verb, "the provider leaves this op empty");
         }

@@ -144,6 +144,16 @@ public final class Native {
         return (int) ERRNO.get(ERRNO_STATE.get(), 0L);
     }
 
+    /**
+     * Sets this thread's recorded errno, as C code does with {@code errno = ret}: for helpers that
+     * re-implement header code reporting through errno (such as rdma_verbs.h's {@code rdma_seterrno}).
+     *
+     * @param errno the value {@link #lastErrno()} returns next on this thread
+     */
+    public static void setLastErrno(int errno) {
+        ERRNO.set(ERRNO_STATE.get(), 0L, errno);
+    }
+
     /** @return the {@code --enable-native-access=} value this code needs where it runs now */
     public static String nativeAccessFlag() {
         Module module = Native.class.getModule();

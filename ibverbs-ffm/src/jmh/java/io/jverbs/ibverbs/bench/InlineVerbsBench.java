@@ -57,7 +57,7 @@ public class InlineVerbsBench {
         world.useBenchOps();
         qp = world.qp();
         cq = world.cq();
-        arena = Arena.ofShared();
+        arena = Arena.ofConfined(); // JMH runs Scope.Thread setup on the benchmark thread
         wr = arena.allocate(ibv_send_wr.LAYOUT);
         badWr = arena.allocate(ADDRESS);
         wc = arena.allocate(ibv_wc.LAYOUT);

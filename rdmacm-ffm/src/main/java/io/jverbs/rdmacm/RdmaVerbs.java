@@ -1,0 +1,331 @@
+package io.jverbs.rdmacm;
+
+import io.jverbs.ibverbs.InlineVerbs;
+import io.jverbs.ibverbs.Native;
+import io.jverbs.ibverbs.raw.ibv_mr;
+import io.jverbs.ibverbs.raw.ibv_recv_wr;
+import io.jverbs.ibverbs.raw.ibv_send_wr;
+import io.jverbs.ibverbs.raw.ibv_sge;
+import io.jverbs.ibverbs.raw.verbs_h;
+import io.jverbs.rdmacm.raw.rdma_cm_id;
+import io.jverbs.rdmacm.raw.rdma_cma_h;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+
+/**
+ * The helpers that {@code rdma/rdma_verbs.h} defines {@code static inline}: memory registration
+ * on an {@code rdma_cm_id}'s PD, single- and multi-SGE posts on its QP (or SRQ), and the blocking
+ * {@code rdma_get_send_comp} / {@code rdma_get_recv_comp}.
+ *
+ * <p>As in C, the post helpers return 0 or -1 and report the cause through errno: here the
+ * calling thread's {@link Native#lastErrno()}. The work request and SGE that C builds on the stack
+ * live in a per-thread scratch segment, so a post allocates nothing after the thread's first
+ * call. All arguments are native pointers that must be live for the call; posted buffers must
+ * stay registered and allocated until their completion. Thread-safety is that of the QP: one
+ * thread per QP at a time unless the provider says otherwise.
+ */
+public final class RdmaVerbs {
+    private static final long SEND_WR = 0;
+    private static final long RECV_WR = SEND_WR + ibv_send_wr.sizeof();
+    private static final long SGE = RECV_WR + ibv_recv_wr.sizeof();
+    private static final long BAD = SGE + ibv_sge.sizeof();
+    private static final long EVENT_CQ = BAD + ADDRESS.byteSize();
+    private static final long EVENT_CONTEXT = EVENT_CQ + ADDRESS.byteSize();
+    private static final long SCRATCH_SIZE = EVENT_CONTEXT + ADDRESS.byteSize();
+    private static final ThreadLocal<MemorySegment> SCRATCH =
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(SCRATCH_SIZE, 8));
+
+    private static final long WR_RDMA = ibv_send_wr.wr$OFFSET + ibv_send_wr.wr.rdma$OFFSET;
+    private static final long WR_UD = ibv_send_wr.wr$OFFSET + ibv_send_wr.wr.ud$OFFSET;
+
+    private RdmaVerbs() {
+    }
+
+    /** {@code rdma_seterrno}: 0 stays 0; an errno becomes -1 with the errno recorded. */
+    private static int seterrno(int ret) {
+        if (ret != 0) {
+            Native.setLastErrno(ret);
+            return -1;
+        }
+        return 0;
+    }
+
+    // ---- memory registration ----
+
+    /**
+     * {@code rdma_reg_msgs}: registers memory for sends and receives (local write).
+     *
+     * @param id     {@code struct rdma_cm_id *} with a PD
+     * @param addr   the memory; it must stay allocated until the MR is deregistered
+     * @param length bytes
+     * @return {@code struct ibv_mr *}, or NULL with {@link Native#lastErrno()} set
+     */
+    public static MemorySegment rdma_reg_msgs(MemorySegment id, MemorySegment addr, long length) {
+        return InlineVerbs.ibv_reg_mr(pd(id), addr, length, verbs_h.IBV_ACCESS_LOCAL_WRITE);
+    }
+
+    /**
+     * {@code rdma_reg_read}: registers memory the peer may RDMA Read.
+     *
+     * @param id {@code struct rdma_cm_id *} @param addr the memory @param length bytes
+     * @return {@code struct ibv_mr *}, or NULL with {@link Native#lastErrno()} set
+     */
+    public static MemorySegment rdma_reg_read(MemorySegment id, MemorySegment addr, long length) {
+        return InlineVerbs.ibv_reg_mr(pd(id), addr, length, verbs_h.IBV_ACCESS_LOCAL_WRITE | verbs_h.IBV_ACCESS_REMOTE_READ);
+    }
+
+    /**
+     * {@code rdma_reg_write}: registers memory the peer may RDMA Write.
+     *
+     * @param id {@code struct rdma_cm_id *} @param addr the memory @param length bytes
+     * @return {@code struct ibv_mr *}, or NULL with {@link Native#lastErrno()} set
+     */
+    public static MemorySegment rdma_reg_write(MemorySegment id, MemorySegment addr, long length) {
+        return InlineVerbs.ibv_reg_mr(pd(id), addr, length, verbs_h.IBV_ACCESS_LOCAL_WRITE | verbs_h.IBV_ACCESS_REMOTE_WRITE);
+    }
+
+    /**
+     * {@code rdma_dereg_mr}. The memory must no longer be the target of any work in flight.
+     *
+     * @param mr {@code struct ibv_mr *}
+     * @return 0, or -1 with {@link Native#lastErrno()} set
+     */
+    public static int rdma_dereg_mr(MemorySegment mr) {
+        return seterrno(verbs_h.ibv_dereg_mr(mr));
+    }
+
+    // ---- vectored posts ----
+
+    /**
+     * {@code rdma_post_recvv}: posts one receive (to the id's SRQ when it has one).
+     *
+     * @param id      {@code struct rdma_cm_id *}
+     * @param context the work request id, returned in the completion
+     * @param sgl     {@code struct ibv_sge[nsge]}
+     * @param nsge    entries in {@code sgl}
+     * @return 0, or -1 with {@link Native#lastErrno()} set
+     */
+    public static int rdma_post_recvv(MemorySegment id, long context, MemorySegment sgl, int nsge) {
+        MemorySegment s = SCRATCH.get();
+        MemorySegment wr = s.asSlice(RECV_WR, ibv_recv_wr.sizeof());
+        ibv_recv_wr.wr_id(wr, context);
+        ibv_recv_wr.next(wr, MemorySegment.NULL);
+        ibv_recv_wr.sg_list(wr, sgl);
+        ibv_recv_wr.num_sge(wr, nsge);
+        MemorySegment cmId = cmId(id);
+        MemorySegment srq = rdma_cm_id.srq(cmId);
+        MemorySegment bad = s.asSlice(BAD, ADDRESS.byteSize());
+        return seterrno(srq.address() != 0 ? InlineVerbs.ibv_post_srq_recv(srq, wr, bad)
+                                           : InlineVerbs.ibv_post_recv(rdma_cm_id.qp(cmId), wr, bad));
+    }
+
+    /**
+     * {@code rdma_post_sendv}: posts one Send.
+     *
+     * @param id {@code struct rdma_cm_id *} @param context the work request id
+     * @param sgl {@code struct ibv_sge[nsge]} @param nsge entries @param flags {@code IBV_SEND_*}
+     * @return 0, or -1 with {@link Native#lastErrno()} set
+     */
+    public static int rdma_post_sendv(MemorySegment id, long context, MemorySegment sgl, int nsge, int flags) {
+        return postSend(id, context, sgl, nsge, verbs_h.IBV_WR_SEND, flags, 0, 0);
+    }
+
+    /**
+     * {@code rdma_post_readv}: posts one RDMA Read.
+     *
+     * @param id {@code struct rdma_cm_id *} @param context the work request id
+     * @param sgl {@code struct ibv_sge[nsge]} @param nsge entries @param flags {@code IBV_SEND_*}
+     * @param remoteAddr remote address @param rkey remote key
+     * @return 0, or -1 with {@link Native#lastErrno()} set
+     */
+    public static int rdma_post_readv(MemorySegment id, long context, MemorySegment sgl, int nsge, int flags,
+                                      long remoteAddr, int rkey) {
+        return postSend(id, context, sgl, nsge, verbs_h.IBV_WR_RDMA_READ, flags, remoteAddr, rkey);
+    }
+
+    /**
+     * {@code rdma_post_writev}: posts one RDMA Write.
+     *
+     * @param id {@code struct rdma_cm_id *} @param context the work request id
+     * @param sgl {@code struct ibv_sge[nsge]} @param nsge entries @param flags {@code IBV_SEND_*}
+     * @param remoteAddr remote address @param rkey remote key
+     * @return 0, or -1 with {@link Native#lastErrno()} set
+     */
+    public static int rdma_post_writev(MemorySegment id, long context, MemorySegment sgl, int nsge, int flags,
+                                       long remoteAddr, int rkey) {
+        return postSend(id, context, sgl, nsge, verbs_h.IBV_WR_RDMA_WRITE, flags, remoteAddr, rkey);
+    }
+
+    // ---- single-buffer posts ----
+
+    /**
+     * {@code rdma_post_recv}: posts one receive into {@code [addr, addr + length)}, which must lie
+     * inside {@code mr} (C asserts it; here it is an {@link IllegalArgumentException}).
+     *
+     * @param id {@code struct rdma_cm_id *} @param context the work request id
+     * @param addr the buffer @param length bytes @param mr {@code struct ibv_mr *} covering it
+     * @return 0, or -1 with {@link Native#lastErrno()} set
+     */
+    public static int rdma_post_recv(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr) {
+        MemorySegment m = mr.reinterpret(ibv_mr.sizeof());
+        long start = ibv_mr.addr(m).address();
+        if (addr.address() < start || addr.address() + length > start + ibv_mr.length(m)) {
+            throw new IllegalArgumentException("rdma_post_recv: buffer outside the memory region");
+        }
+        return rdma_post_recvv(id, context, sge(addr, length, mr), 1);
+    }
+
+    /**
+     * {@code rdma_post_send}: posts one Send of {@code [addr, addr + length)}.
+     *
+     * @param id {@code struct rdma_cm_id *} @param context the work request id
+     * @param addr the data @param length bytes @param mr {@code struct ibv_mr *}, or NULL for inline data
+     * @param flags {@code IBV_SEND_*}
+     * @return 0, or -1 with {@link Native#lastErrno()} set
+     */
+    public static int rdma_post_send(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr,
+                                     int flags) {
+        return rdma_post_sendv(id, context, sge(addr, length, mr), 1, flags);
+    }
+
+    /**
+     * {@code rdma_post_read}: RDMA Read into {@code [addr, addr + length)}.
+     *
+     * @param id {@code struct rdma_cm_id *} @param context the work request id @param addr local buffer
+     * @param length bytes @param mr {@code struct ibv_mr *} @param flags {@code IBV_SEND_*}
+     * @param remoteAddr remote address @param rkey remote key
+     * @return 0, or -1 with {@link Native#lastErrno()} set
+     */
+    public static int rdma_post_read(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr,
+                                     int flags, long remoteAddr, int rkey) {
+        return rdma_post_readv(id, context, sge(addr, length, mr), 1, flags, remoteAddr, rkey);
+    }
+
+    /**
+     * {@code rdma_post_write}: RDMA Write of {@code [addr, addr + length)}.
+     *
+     * @param id {@code struct rdma_cm_id *} @param context the work request id @param addr local data
+     * @param length bytes @param mr {@code struct ibv_mr *}, or NULL for inline data @param flags {@code IBV_SEND_*}
+     * @param remoteAddr remote address @param rkey remote key
+     * @return 0, or -1 with {@link Native#lastErrno()} set
+     */
+    public static int rdma_post_write(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr,
+                                      int flags, long remoteAddr, int rkey) {
+        return rdma_post_writev(id, context, sge(addr, length, mr), 1, flags, remoteAddr, rkey);
+    }
+
+    /**
+     * {@code rdma_post_ud_send}: a UD Send to {@code (ah, remoteQpn)} with the rdma_cm Q_Key.
+     *
+     * @param id {@code struct rdma_cm_id *} @param context the work request id @param addr the data
+     * @param length bytes @param mr {@code struct ibv_mr *}, or NULL for inline data @param flags {@code IBV_SEND_*}
+     * @param ah {@code struct ibv_ah *} @param remoteQpn the destination QP number
+     * @return 0, or -1 with {@link Native#lastErrno()} set
+     */
+    public static int rdma_post_ud_send(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr,
+                                        int flags, MemorySegment ah, int remoteQpn) {
+        MemorySegment s = SCRATCH.get();
+        MemorySegment wr = sendWr(s, context, sge(addr, length, mr), 1, verbs_h.IBV_WR_SEND, flags);
+        wr.set(ADDRESS, WR_UD + ibv_send_wr.wr.ud.ah$OFFSET, ah);
+        ibv_send_wr.wr.ud.remote_qpn(wr.asSlice(WR_UD), remoteQpn);
+        ibv_send_wr.wr.ud.remote_qkey(wr.asSlice(WR_UD), rdma_cma_h.RDMA_UDP_QKEY);
+        return seterrno(InlineVerbs.ibv_post_send(rdma_cm_id.qp(cmId(id)), wr, s.asSlice(BAD, ADDRESS.byteSize())));
+    }
+
+    // ---- completions ----
+
+    /**
+     * {@code rdma_get_send_comp}: polls the id's send CQ, sleeping on its completion channel until
+     * a completion arrives. Blocks without bound, as in C; the channel must be in blocking mode.
+     *
+     * @param id {@code struct rdma_cm_id *} created with its own CQs ({@code rdma_create_ep}/{@code rdma_create_qp} with NULL CQs)
+     * @param wc {@code struct ibv_wc *} to fill
+     * @return the number of completions (1), or -1 with {@link Native#lastErrno()} set
+     */
+    public static int rdma_get_send_comp(MemorySegment id, MemorySegment wc) {
+        MemorySegment cmId = cmId(id);
+        return getComp(rdma_cm_id.send_cq(cmId), rdma_cm_id.send_cq_channel(cmId), wc);
+    }
+
+    /**
+     * {@code rdma_get_recv_comp}: as {@link #rdma_get_send_comp} for the receive CQ.
+     *
+     * @param id {@code struct rdma_cm_id *} @param wc {@code struct ibv_wc *} to fill
+     * @return the number of completions (1), or -1 with {@link Native#lastErrno()} set
+     */
+    public static int rdma_get_recv_comp(MemorySegment id, MemorySegment wc) {
+        MemorySegment cmId = cmId(id);
+        return getComp(rdma_cm_id.recv_cq(cmId), rdma_cm_id.recv_cq_channel(cmId), wc);
+    }
+
+    private static int getComp(MemorySegment cq, MemorySegment channel, MemorySegment wc) {
+        MemorySegment s = SCRATCH.get();
+        int ret;
+        while (true) {
+            ret = InlineVerbs.ibv_poll_cq(cq, 1, wc);
+            if (ret != 0) {
+                break;
+            }
+            ret = InlineVerbs.ibv_req_notify_cq(cq, 0);
+            if (ret != 0) {
+                return seterrno(ret);
+            }
+            ret = InlineVerbs.ibv_poll_cq(cq, 1, wc);
+            if (ret != 0) {
+                break;
+            }
+            ret = verbs_h.ibv_get_cq_event(channel, s.asSlice(EVENT_CQ, ADDRESS.byteSize()),
+                    s.asSlice(EVENT_CONTEXT, ADDRESS.byteSize()));
+            if (ret != 0) {
+                return ret; // -1, errno already captured by the downcall
+            }
+            verbs_h.ibv_ack_cq_events(cq, 1);
+        }
+        return ret < 0 ? seterrno(ret) : ret;
+    }
+
+    // ---- helpers ----
+
+    private static int postSend(MemorySegment id, long context, MemorySegment sgl, int nsge, int opcode, int flags,
+                                long remoteAddr, int rkey) {
+        MemorySegment s = SCRATCH.get();
+        MemorySegment wr = sendWr(s, context, sgl, nsge, opcode, flags);
+        ibv_send_wr.wr.rdma.remote_addr(wr.asSlice(WR_RDMA), remoteAddr);
+        ibv_send_wr.wr.rdma.rkey(wr.asSlice(WR_RDMA), rkey);
+        return seterrno(InlineVerbs.ibv_post_send(rdma_cm_id.qp(cmId(id)), wr, s.asSlice(BAD, ADDRESS.byteSize())));
+    }
+
+    private static MemorySegment sendWr(MemorySegment s, long context, MemorySegment sgl, int nsge, int opcode, int flags) {
+        MemorySegment wr = s.asSlice(SEND_WR, ibv_send_wr.sizeof());
+        wr.fill((byte) 0);
+        ibv_send_wr.wr_id(wr, context);
+        ibv_send_wr.sg_list(wr, sgl);
+        ibv_send_wr.num_sge(wr, nsge);
+        ibv_send_wr.opcode(wr, opcode);
+        ibv_send_wr.send_flags(wr, flags);
+        return wr;
+    }
+
+    /** The thread's scratch SGE for {@code [addr, addr + length)} with the MR's lkey (0 without an MR). */
+    private static MemorySegment sge(MemorySegment addr, long length, MemorySegment mr) {
+        MemorySegment sge = SCRATCH.get().asSlice(SGE, ibv_sge.sizeof());
+        ibv_sge.addr(sge, addr.address());
+        ibv_sge.length(sge, (int) length);
+        ibv_sge.lkey(sge, mr.address() == 0 ? 0 : ibv_mr.lkey(mr.reinterpret(ibv_mr.sizeof())));
+        return sge;
+    }
+
+    private static MemorySegment cmId(MemorySegment id) {
+        if (id.address() == 0) {
+            throw new IllegalArgumentException("NULL rdma_cm_id");
+        }
+        return id.reinterpret(rdma_cm_id.sizeof());
+    }
+
+    private static MemorySegment pd(MemorySegment id) {
+        return rdma_cm_id.pd(cmId(id));
+    }
+}
