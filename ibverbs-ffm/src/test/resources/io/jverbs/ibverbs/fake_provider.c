@@ -243,3 +243,25 @@ uint64_t fake_bench_c_loop(struct fake_world *w, struct ibv_send_wr *wr, struct 
 	}
 	return sum;
 }
+
+/* One verb at a time, for the per-call comparison. */
+uint64_t fake_bench_c_post_send(struct fake_world *w, struct ibv_send_wr *wr, long iterations)
+{
+	struct ibv_send_wr *bad;
+	uint64_t failures = 0;
+	for (long i = 0; i < iterations; i++) {
+		wr->wr_id = (uint64_t)i;
+		failures += ibv_post_send(&w->qp, wr, &bad) != 0;
+	}
+	return failures;
+}
+
+uint64_t fake_bench_c_poll_cq(struct fake_world *w, struct ibv_wc *wc, long iterations)
+{
+	uint64_t sum = 0;
+	for (long i = 0; i < iterations; i++) {
+		sum += ibv_poll_cq(&w->cq, 1, wc);
+		sum += wc->wr_id;
+	}
+	return sum;
+}

@@ -50,6 +50,8 @@ public class InlineVerbsBench {
     private MemorySegment badWr;
     private MemorySegment wc;
     private MethodHandle cLoop;
+    private MethodHandle cPostSend;
+    private MethodHandle cPollCq;
 
     @Setup(Level.Trial)
     public void setUp() {
@@ -62,6 +64,8 @@ public class InlineVerbsBench {
         badWr = arena.allocate(ADDRESS);
         wc = arena.allocate(ibv_wc.LAYOUT);
         cLoop = FakeProvider.fn("fake_bench_c_loop", FunctionDescriptor.of(JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG));
+        cPostSend = FakeProvider.fn("fake_bench_c_post_send", FunctionDescriptor.of(JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG));
+        cPollCq = FakeProvider.fn("fake_bench_c_poll_cq", FunctionDescriptor.of(JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG));
     }
 
     @TearDown(Level.Trial)
@@ -93,5 +97,43 @@ public class InlineVerbsBench {
     @OperationsPerInvocation(BATCH)
     public long cPostSendPollCq() throws Throwable {
         return (long) cLoop.invokeExact(world.handle(), wr, wc, (long) BATCH);
+    }
+
+    /** Java: {@code ibv_post_send} alone. */
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public long javaPostSend() {
+        long failures = 0;
+        for (int i = 0; i < BATCH; i++) {
+            ibv_send_wr.wr_id(wr, i);
+            failures += InlineVerbs.ibv_post_send(qp, wr, badWr) != 0 ? 1 : 0;
+        }
+        return failures;
+    }
+
+    /** C: {@code ibv_post_send} alone. */
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public long cPostSend() throws Throwable {
+        return (long) cPostSend.invokeExact(world.handle(), wr, (long) BATCH);
+    }
+
+    /** Java: {@code ibv_poll_cq} alone. */
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public long javaPollCq() {
+        long sum = 0;
+        for (int i = 0; i < BATCH; i++) {
+            sum += InlineVerbs.ibv_poll_cq(cq, 1, wc);
+            sum += ibv_wc.wr_id(wc);
+        }
+        return sum;
+    }
+
+    /** C: {@code ibv_poll_cq} alone. */
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public long cPollCq() throws Throwable {
+        return (long) cPollCq.invokeExact(world.handle(), wc, (long) BATCH);
     }
 }
