@@ -134,15 +134,21 @@ class Emitter:
             what = f'{{@code {rec.cname}}}'
         else:
             what = f'the anonymous {rec.kind} of field {{@code {cls}}}, offsets relative to it'
-        lines.append(f'{ind}/** Layout and accessors of {what} ({rec.size} bytes, aligned to {rec.align}). */')
+        lines.append(f'{ind}/**')
+        lines.append(f'{ind} * Layout and accessors of {what} ({rec.size} bytes, aligned to {rec.align}).')
+        lines.append(f'{ind} * Accessors take the struct as a segment that must cover the field and stay valid for the')
+        lines.append(f'{ind} * call; they read and write plain memory, with no synchronization.')
+        lines.append(f'{ind} */')
         mods = 'public final class' if top else 'public static final class'
         lines.append(f'{ind}{mods} {cls} {{')
         lines.append(f'{i1}private {cls}() {{}}')
         lines.append('')
         accessors, extra_layouts, nested = self.accessors(rec, rec.align, 0, i1)
         lines += extra_layouts
+        lines.append(f'{i1}/** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */')
         lines.append(f'{i1}public static final GroupLayout LAYOUT = {self.record_layout(rec, rec.align).replace(chr(10), chr(10) + i2)};')
         lines.append('')
+        lines.append(f'{i1}/** @return the C {{@code sizeof}}, in bytes */')
         lines.append(f'{i1}public static long sizeof() {{')
         lines.append(f'{i2}return {rec.size}L;')
         lines.append(f'{i1}}}')
@@ -172,15 +178,20 @@ class Emitter:
             seen.add(f.name)
             m = jname(f.name)
             t = f.type
+            decl = f'{{@code {f.cspelling} {f.name}}}' if f.cspelling else f'{{@code {f.name}}}'
             out.append('')
+            out.append(f'{ind}/** Byte offset of {decl}. */')
             out.append(f'{ind}public static final long {f.name}$OFFSET = {off}L;')
             if isinstance(t, Scalar):
                 vl = self._accessor_layout(t, a, f.name, layouts, ind)
-                out += [f'{ind}public static {t.java} {m}(MemorySegment s) {{',
+                out += [f'{ind}/** Reads {decl}. @param s the struct @return the value */',
+                        f'{ind}public static {t.java} {m}(MemorySegment s) {{',
                         f'{i2}return s.get({vl}, {f.name}$OFFSET);', f'{ind}}}',
+                        f'{ind}/** Writes {decl}. @param s the struct @param v the value */',
                         f'{ind}public static void {m}(MemorySegment s, {t.java} v) {{',
                         f'{i2}s.set({vl}, {f.name}$OFFSET, v);', f'{ind}}}']
                 continue
+            out.append(f'{ind}/** {decl}, as a slice of {{@code s}}. @param s the struct @return the slice */')
             if isinstance(t, Array) and t.count is None:
                 out += [f'{ind}public static MemorySegment {m}(MemorySegment s) {{',
                         f'{i2}return s.asSlice({f.name}$OFFSET);', f'{ind}}}']
@@ -192,8 +203,10 @@ class Emitter:
                 vl = self._accessor_layout(e, min(type_align(e), a), f.name, layouts, ind)
                 idx = 'index' if t.count is None else f'Objects.checkIndex(index, {t.count}L)'
                 at = f'{f.name}$OFFSET + {idx} * {e.size}L'
-                out += [f'{ind}public static {e.java} {m}(MemorySegment s, long index) {{',
+                out += [f'{ind}/** Reads element {{@code index}} of {decl}. @param s the struct @param index the element @return the value */',
+                        f'{ind}public static {e.java} {m}(MemorySegment s, long index) {{',
                         f'{i2}return s.get({vl}, {at});', f'{ind}}}',
+                        f'{ind}/** Writes element {{@code index}} of {decl}. @param s the struct @param index the element @param v the value */',
                         f'{ind}public static void {m}(MemorySegment s, long index, {e.java} v) {{',
                         f'{i2}s.set({vl}, {at}, v);', f'{ind}}}']
             if isinstance(t, AnonRecord):

@@ -7,6 +7,7 @@ extern functions with their parameter and return kinds.
 """
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import List, Optional, Union
 
@@ -93,11 +94,17 @@ def type_align(t):
     return t.record.align
 
 
+def c_spelling(spelling):
+    """A field's C type for the Javadoc: whitespace normalised, clang's anonymous-type locations dropped."""
+    return re.sub(r'\((?:unnamed|anonymous) (struct|union) at [^)]*\)', r'{...}', ' '.join(spelling.split()))
+
+
 @dataclass
 class Field:
     name: str          # '' for an anonymous struct/union member
     offset: int        # bytes, relative to the enclosing record
     type: CType
+    cspelling: str = ''  # the C declaration's type, for the Javadoc
 
 
 @dataclass
@@ -240,7 +247,7 @@ class Universe:
             if off_bits < 0 or off_bits % 8:
                 raise GenError(f'{where}.{f.spelling}: offset {off_bits} bits is not a byte offset')
             ftype = self.ctype(f.type, f'{where}.{f.spelling or "<anon>"}')
-            out.append(Field(f.spelling, off_bits // 8, ftype))
+            out.append(Field(f.spelling, off_bits // 8, ftype, c_spelling(f.type.spelling)))
         return out
 
     def ctype(self, t, where):

@@ -6,39 +6,54 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_comp_channel} (16 bytes, aligned to 8). */
+/**
+ * Layout and accessors of {@code struct ibv_comp_channel} (16 bytes, aligned to 8).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_comp_channel {
     private ibv_comp_channel() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.ADDRESS.withName("context"),
             ValueLayout.JAVA_INT.withName("fd"),
             ValueLayout.JAVA_INT.withName("refcnt"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 16L;
     }
 
+    /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 0L;
+    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
+    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
+    /** Byte offset of {@code int fd}. */
     public static final long fd$OFFSET = 8L;
+    /** Reads {@code int fd}. @param s the struct @return the value */
     public static int fd(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, fd$OFFSET);
     }
+    /** Writes {@code int fd}. @param s the struct @param v the value */
     public static void fd(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, fd$OFFSET, v);
     }
 
+    /** Byte offset of {@code int refcnt}. */
     public static final long refcnt$OFFSET = 12L;
+    /** Reads {@code int refcnt}. @param s the struct @return the value */
     public static int refcnt(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, refcnt$OFFSET);
     }
+    /** Writes {@code int refcnt}. @param s the struct @param v the value */
     public static void refcnt(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, refcnt$OFFSET, v);
     }

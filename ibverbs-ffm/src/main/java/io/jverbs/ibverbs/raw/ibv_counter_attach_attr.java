@@ -6,39 +6,54 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_counter_attach_attr} (12 bytes, aligned to 4). */
+/**
+ * Layout and accessors of {@code struct ibv_counter_attach_attr} (12 bytes, aligned to 4).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_counter_attach_attr {
     private ibv_counter_attach_attr() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("counter_desc"),
             ValueLayout.JAVA_INT.withName("index"),
             ValueLayout.JAVA_INT.withName("comp_mask"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 12L;
     }
 
+    /** Byte offset of {@code enum ibv_counter_description counter_desc}. */
     public static final long counter_desc$OFFSET = 0L;
+    /** Reads {@code enum ibv_counter_description counter_desc}. @param s the struct @return the value */
     public static int counter_desc(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, counter_desc$OFFSET);
     }
+    /** Writes {@code enum ibv_counter_description counter_desc}. @param s the struct @param v the value */
     public static void counter_desc(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, counter_desc$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t index}. */
     public static final long index$OFFSET = 4L;
+    /** Reads {@code uint32_t index}. @param s the struct @return the value */
     public static int index(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, index$OFFSET);
     }
+    /** Writes {@code uint32_t index}. @param s the struct @param v the value */
     public static void index(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, index$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 8L;
+    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
+    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }

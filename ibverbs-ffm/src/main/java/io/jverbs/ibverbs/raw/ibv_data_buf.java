@@ -6,30 +6,42 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_data_buf} (16 bytes, aligned to 8). */
+/**
+ * Layout and accessors of {@code struct ibv_data_buf} (16 bytes, aligned to 8).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_data_buf {
     private ibv_data_buf() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.ADDRESS.withName("addr"),
             ValueLayout.JAVA_LONG.withName("length"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 16L;
     }
 
+    /** Byte offset of {@code void * addr}. */
     public static final long addr$OFFSET = 0L;
+    /** Reads {@code void * addr}. @param s the struct @return the value */
     public static MemorySegment addr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, addr$OFFSET);
     }
+    /** Writes {@code void * addr}. @param s the struct @param v the value */
     public static void addr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, addr$OFFSET, v);
     }
 
+    /** Byte offset of {@code size_t length}. */
     public static final long length$OFFSET = 8L;
+    /** Reads {@code size_t length}. @param s the struct @return the value */
     public static long length(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, length$OFFSET);
     }
+    /** Writes {@code size_t length}. @param s the struct @param v the value */
     public static void length(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, length$OFFSET, v);
     }

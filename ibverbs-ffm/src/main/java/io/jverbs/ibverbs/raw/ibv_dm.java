@@ -6,10 +6,15 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_dm} (32 bytes, aligned to 8). */
+/**
+ * Layout and accessors of {@code struct ibv_dm} (32 bytes, aligned to 8).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_dm {
     private ibv_dm() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.ADDRESS.withName("context"),
             ValueLayout.ADDRESS.withName("memcpy_to_dm"),
@@ -17,46 +22,62 @@ public final class ibv_dm {
             ValueLayout.JAVA_INT.withName("comp_mask"),
             ValueLayout.JAVA_INT.withName("handle"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 32L;
     }
 
+    /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 0L;
+    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
+    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
+    /** Byte offset of {@code int (*)(struct ibv_dm *, uint64_t, const void *, size_t) memcpy_to_dm}. */
     public static final long memcpy_to_dm$OFFSET = 8L;
+    /** Reads {@code int (*)(struct ibv_dm *, uint64_t, const void *, size_t) memcpy_to_dm}. @param s the struct @return the value */
     public static MemorySegment memcpy_to_dm(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, memcpy_to_dm$OFFSET);
     }
+    /** Writes {@code int (*)(struct ibv_dm *, uint64_t, const void *, size_t) memcpy_to_dm}. @param s the struct @param v the value */
     public static void memcpy_to_dm(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, memcpy_to_dm$OFFSET, v);
     }
 
+    /** Byte offset of {@code int (*)(void *, struct ibv_dm *, uint64_t, size_t) memcpy_from_dm}. */
     public static final long memcpy_from_dm$OFFSET = 16L;
+    /** Reads {@code int (*)(void *, struct ibv_dm *, uint64_t, size_t) memcpy_from_dm}. @param s the struct @return the value */
     public static MemorySegment memcpy_from_dm(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, memcpy_from_dm$OFFSET);
     }
+    /** Writes {@code int (*)(void *, struct ibv_dm *, uint64_t, size_t) memcpy_from_dm}. @param s the struct @param v the value */
     public static void memcpy_from_dm(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, memcpy_from_dm$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 24L;
+    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
+    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t handle}. */
     public static final long handle$OFFSET = 28L;
+    /** Reads {@code uint32_t handle}. @param s the struct @return the value */
     public static int handle(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, handle$OFFSET);
     }
+    /** Writes {@code uint32_t handle}. @param s the struct @param v the value */
     public static void handle(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, handle$OFFSET, v);
     }

@@ -6,10 +6,15 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_flow} (24 bytes, aligned to 8). */
+/**
+ * Layout and accessors of {@code struct ibv_flow} (24 bytes, aligned to 8).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_flow {
     private ibv_flow() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("comp_mask"),
             MemoryLayout.paddingLayout(4),
@@ -17,30 +22,40 @@ public final class ibv_flow {
             ValueLayout.JAVA_INT.withName("handle"),
             MemoryLayout.paddingLayout(4));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 24L;
     }
 
+    /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 0L;
+    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
+    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
+    /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 8L;
+    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
+    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t handle}. */
     public static final long handle$OFFSET = 16L;
+    /** Reads {@code uint32_t handle}. @param s the struct @return the value */
     public static int handle(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, handle$OFFSET);
     }
+    /** Writes {@code uint32_t handle}. @param s the struct @param v the value */
     public static void handle(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, handle$OFFSET, v);
     }

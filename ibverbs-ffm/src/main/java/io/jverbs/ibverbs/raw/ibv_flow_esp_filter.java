@@ -6,30 +6,42 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_flow_esp_filter} (8 bytes, aligned to 4). */
+/**
+ * Layout and accessors of {@code struct ibv_flow_esp_filter} (8 bytes, aligned to 4).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_flow_esp_filter {
     private ibv_flow_esp_filter() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("spi"),
             ValueLayout.JAVA_INT.withName("seq"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 8L;
     }
 
+    /** Byte offset of {@code uint32_t spi}. */
     public static final long spi$OFFSET = 0L;
+    /** Reads {@code uint32_t spi}. @param s the struct @return the value */
     public static int spi(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, spi$OFFSET);
     }
+    /** Writes {@code uint32_t spi}. @param s the struct @param v the value */
     public static void spi(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, spi$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t seq}. */
     public static final long seq$OFFSET = 4L;
+    /** Reads {@code uint32_t seq}. @param s the struct @return the value */
     public static int seq(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, seq$OFFSET);
     }
+    /** Writes {@code uint32_t seq}. @param s the struct @param v the value */
     public static void seq(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, seq$OFFSET, v);
     }

@@ -6,30 +6,42 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_flow_ipv4_filter} (8 bytes, aligned to 4). */
+/**
+ * Layout and accessors of {@code struct ibv_flow_ipv4_filter} (8 bytes, aligned to 4).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_flow_ipv4_filter {
     private ibv_flow_ipv4_filter() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("src_ip"),
             ValueLayout.JAVA_INT.withName("dst_ip"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 8L;
     }
 
+    /** Byte offset of {@code uint32_t src_ip}. */
     public static final long src_ip$OFFSET = 0L;
+    /** Reads {@code uint32_t src_ip}. @param s the struct @return the value */
     public static int src_ip(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, src_ip$OFFSET);
     }
+    /** Writes {@code uint32_t src_ip}. @param s the struct @param v the value */
     public static void src_ip(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, src_ip$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t dst_ip}. */
     public static final long dst_ip$OFFSET = 4L;
+    /** Reads {@code uint32_t dst_ip}. @param s the struct @return the value */
     public static int dst_ip(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, dst_ip$OFFSET);
     }
+    /** Writes {@code uint32_t dst_ip}. @param s the struct @param v the value */
     public static void dst_ip(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, dst_ip$OFFSET, v);
     }

@@ -6,21 +6,30 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_flow_mpls_filter} (4 bytes, aligned to 4). */
+/**
+ * Layout and accessors of {@code struct ibv_flow_mpls_filter} (4 bytes, aligned to 4).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_flow_mpls_filter {
     private ibv_flow_mpls_filter() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("label"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 4L;
     }
 
+    /** Byte offset of {@code uint32_t label}. */
     public static final long label$OFFSET = 0L;
+    /** Reads {@code uint32_t label}. @param s the struct @return the value */
     public static int label(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, label$OFFSET);
     }
+    /** Writes {@code uint32_t label}. @param s the struct @param v the value */
     public static void label(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, label$OFFSET, v);
     }

@@ -6,40 +6,55 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_flow_spec_counter_action} (16 bytes, aligned to 8). */
+/**
+ * Layout and accessors of {@code struct ibv_flow_spec_counter_action} (16 bytes, aligned to 8).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_flow_spec_counter_action {
     private ibv_flow_spec_counter_action() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("type"),
             ValueLayout.JAVA_SHORT.withName("size"),
             MemoryLayout.paddingLayout(2),
             ValueLayout.ADDRESS.withName("counters"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 16L;
     }
 
+    /** Byte offset of {@code enum ibv_flow_spec_type type}. */
     public static final long type$OFFSET = 0L;
+    /** Reads {@code enum ibv_flow_spec_type type}. @param s the struct @return the value */
     public static int type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, type$OFFSET);
     }
+    /** Writes {@code enum ibv_flow_spec_type type}. @param s the struct @param v the value */
     public static void type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, type$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint16_t size}. */
     public static final long size$OFFSET = 4L;
+    /** Reads {@code uint16_t size}. @param s the struct @return the value */
     public static short size(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, size$OFFSET);
     }
+    /** Writes {@code uint16_t size}. @param s the struct @param v the value */
     public static void size(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, size$OFFSET, v);
     }
 
+    /** Byte offset of {@code struct ibv_counters * counters}. */
     public static final long counters$OFFSET = 8L;
+    /** Reads {@code struct ibv_counters * counters}. @param s the struct @return the value */
     public static MemorySegment counters(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, counters$OFFSET);
     }
+    /** Writes {@code struct ibv_counters * counters}. @param s the struct @param v the value */
     public static void counters(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, counters$OFFSET, v);
     }

@@ -6,21 +6,30 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_flow_tunnel_filter} (4 bytes, aligned to 4). */
+/**
+ * Layout and accessors of {@code struct ibv_flow_tunnel_filter} (4 bytes, aligned to 4).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_flow_tunnel_filter {
     private ibv_flow_tunnel_filter() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("tunnel_id"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 4L;
     }
 
+    /** Byte offset of {@code uint32_t tunnel_id}. */
     public static final long tunnel_id$OFFSET = 0L;
+    /** Reads {@code uint32_t tunnel_id}. @param s the struct @return the value */
     public static int tunnel_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, tunnel_id$OFFSET);
     }
+    /** Writes {@code uint32_t tunnel_id}. @param s the struct @param v the value */
     public static void tunnel_id(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, tunnel_id$OFFSET, v);
     }

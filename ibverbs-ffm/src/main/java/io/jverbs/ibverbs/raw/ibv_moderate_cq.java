@@ -6,30 +6,42 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_moderate_cq} (4 bytes, aligned to 2). */
+/**
+ * Layout and accessors of {@code struct ibv_moderate_cq} (4 bytes, aligned to 2).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_moderate_cq {
     private ibv_moderate_cq() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_SHORT.withName("cq_count"),
             ValueLayout.JAVA_SHORT.withName("cq_period"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 4L;
     }
 
+    /** Byte offset of {@code uint16_t cq_count}. */
     public static final long cq_count$OFFSET = 0L;
+    /** Reads {@code uint16_t cq_count}. @param s the struct @return the value */
     public static short cq_count(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, cq_count$OFFSET);
     }
+    /** Writes {@code uint16_t cq_count}. @param s the struct @param v the value */
     public static void cq_count(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, cq_count$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint16_t cq_period}. */
     public static final long cq_period$OFFSET = 2L;
+    /** Reads {@code uint16_t cq_period}. @param s the struct @return the value */
     public static short cq_period(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, cq_period$OFFSET);
     }
+    /** Writes {@code uint16_t cq_period}. @param s the struct @param v the value */
     public static void cq_period(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, cq_period$OFFSET, v);
     }

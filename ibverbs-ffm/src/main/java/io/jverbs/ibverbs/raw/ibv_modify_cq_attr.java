@@ -6,27 +6,38 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_modify_cq_attr} (8 bytes, aligned to 4). */
+/**
+ * Layout and accessors of {@code struct ibv_modify_cq_attr} (8 bytes, aligned to 4).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_modify_cq_attr {
     private ibv_modify_cq_attr() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("attr_mask"),
             ibv_moderate_cq.LAYOUT.withName("moderate"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 8L;
     }
 
+    /** Byte offset of {@code uint32_t attr_mask}. */
     public static final long attr_mask$OFFSET = 0L;
+    /** Reads {@code uint32_t attr_mask}. @param s the struct @return the value */
     public static int attr_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, attr_mask$OFFSET);
     }
+    /** Writes {@code uint32_t attr_mask}. @param s the struct @param v the value */
     public static void attr_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, attr_mask$OFFSET, v);
     }
 
+    /** Byte offset of {@code struct ibv_moderate_cq moderate}. */
     public static final long moderate$OFFSET = 4L;
+    /** {@code struct ibv_moderate_cq moderate}, as a slice of {@code s}. @param s the struct @return the slice */
     public static MemorySegment moderate(MemorySegment s) {
         return s.asSlice(moderate$OFFSET, 4L);
     }

@@ -6,37 +6,51 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_mw_bind} (48 bytes, aligned to 8). */
+/**
+ * Layout and accessors of {@code struct ibv_mw_bind} (48 bytes, aligned to 8).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_mw_bind {
     private ibv_mw_bind() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_LONG.withName("wr_id"),
             ValueLayout.JAVA_INT.withName("send_flags"),
             MemoryLayout.paddingLayout(4),
             ibv_mw_bind_info.LAYOUT.withName("bind_info"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 48L;
     }
 
+    /** Byte offset of {@code uint64_t wr_id}. */
     public static final long wr_id$OFFSET = 0L;
+    /** Reads {@code uint64_t wr_id}. @param s the struct @return the value */
     public static long wr_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, wr_id$OFFSET);
     }
+    /** Writes {@code uint64_t wr_id}. @param s the struct @param v the value */
     public static void wr_id(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, wr_id$OFFSET, v);
     }
 
+    /** Byte offset of {@code unsigned int send_flags}. */
     public static final long send_flags$OFFSET = 8L;
+    /** Reads {@code unsigned int send_flags}. @param s the struct @return the value */
     public static int send_flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, send_flags$OFFSET);
     }
+    /** Writes {@code unsigned int send_flags}. @param s the struct @param v the value */
     public static void send_flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, send_flags$OFFSET, v);
     }
 
+    /** Byte offset of {@code struct ibv_mw_bind_info bind_info}. */
     public static final long bind_info$OFFSET = 16L;
+    /** {@code struct ibv_mw_bind_info bind_info}, as a slice of {@code s}. @param s the struct @return the slice */
     public static MemorySegment bind_info(MemorySegment s) {
         return s.asSlice(bind_info$OFFSET, 32L);
     }

@@ -6,65 +6,91 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_odp_caps} (24 bytes, aligned to 8). */
+/**
+ * Layout and accessors of {@code struct ibv_odp_caps} (24 bytes, aligned to 8).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_odp_caps {
     private ibv_odp_caps() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_LONG.withName("general_caps"),
             per_transport_caps.LAYOUT.withName("per_transport_caps"),
             MemoryLayout.paddingLayout(4));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 24L;
     }
 
+    /** Byte offset of {@code uint64_t general_caps}. */
     public static final long general_caps$OFFSET = 0L;
+    /** Reads {@code uint64_t general_caps}. @param s the struct @return the value */
     public static long general_caps(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, general_caps$OFFSET);
     }
+    /** Writes {@code uint64_t general_caps}. @param s the struct @param v the value */
     public static void general_caps(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, general_caps$OFFSET, v);
     }
 
+    /** Byte offset of {@code struct {...} per_transport_caps}. */
     public static final long per_transport_caps$OFFSET = 8L;
+    /** {@code struct {...} per_transport_caps}, as a slice of {@code s}. @param s the struct @return the slice */
     public static MemorySegment per_transport_caps(MemorySegment s) {
         return s.asSlice(per_transport_caps$OFFSET, 12L);
     }
 
-    /** Layout and accessors of the anonymous struct of field {@code per_transport_caps}, offsets relative to it (12 bytes, aligned to 4). */
+    /**
+     * Layout and accessors of the anonymous struct of field {@code per_transport_caps}, offsets relative to it (12 bytes, aligned to 4).
+     * Accessors take the struct as a segment that must cover the field and stay valid for the
+     * call; they read and write plain memory, with no synchronization.
+     */
     public static final class per_transport_caps {
         private per_transport_caps() {}
 
+        /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
         public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
                 ValueLayout.JAVA_INT.withName("rc_odp_caps"),
                 ValueLayout.JAVA_INT.withName("uc_odp_caps"),
                 ValueLayout.JAVA_INT.withName("ud_odp_caps"));
 
+        /** @return the C {@code sizeof}, in bytes */
         public static long sizeof() {
             return 12L;
         }
 
+        /** Byte offset of {@code uint32_t rc_odp_caps}. */
         public static final long rc_odp_caps$OFFSET = 0L;
+        /** Reads {@code uint32_t rc_odp_caps}. @param s the struct @return the value */
         public static int rc_odp_caps(MemorySegment s) {
             return s.get(ValueLayout.JAVA_INT, rc_odp_caps$OFFSET);
         }
+        /** Writes {@code uint32_t rc_odp_caps}. @param s the struct @param v the value */
         public static void rc_odp_caps(MemorySegment s, int v) {
             s.set(ValueLayout.JAVA_INT, rc_odp_caps$OFFSET, v);
         }
 
+        /** Byte offset of {@code uint32_t uc_odp_caps}. */
         public static final long uc_odp_caps$OFFSET = 4L;
+        /** Reads {@code uint32_t uc_odp_caps}. @param s the struct @return the value */
         public static int uc_odp_caps(MemorySegment s) {
             return s.get(ValueLayout.JAVA_INT, uc_odp_caps$OFFSET);
         }
+        /** Writes {@code uint32_t uc_odp_caps}. @param s the struct @param v the value */
         public static void uc_odp_caps(MemorySegment s, int v) {
             s.set(ValueLayout.JAVA_INT, uc_odp_caps$OFFSET, v);
         }
 
+        /** Byte offset of {@code uint32_t ud_odp_caps}. */
         public static final long ud_odp_caps$OFFSET = 8L;
+        /** Reads {@code uint32_t ud_odp_caps}. @param s the struct @return the value */
         public static int ud_odp_caps(MemorySegment s) {
             return s.get(ValueLayout.JAVA_INT, ud_odp_caps$OFFSET);
         }
+        /** Writes {@code uint32_t ud_odp_caps}. @param s the struct @param v the value */
         public static void ud_odp_caps(MemorySegment s, int v) {
             s.set(ValueLayout.JAVA_INT, ud_odp_caps$OFFSET, v);
         }

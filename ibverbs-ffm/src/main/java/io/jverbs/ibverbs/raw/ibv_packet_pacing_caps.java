@@ -6,39 +6,54 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_packet_pacing_caps} (12 bytes, aligned to 4). */
+/**
+ * Layout and accessors of {@code struct ibv_packet_pacing_caps} (12 bytes, aligned to 4).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_packet_pacing_caps {
     private ibv_packet_pacing_caps() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("qp_rate_limit_min"),
             ValueLayout.JAVA_INT.withName("qp_rate_limit_max"),
             ValueLayout.JAVA_INT.withName("supported_qpts"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 12L;
     }
 
+    /** Byte offset of {@code uint32_t qp_rate_limit_min}. */
     public static final long qp_rate_limit_min$OFFSET = 0L;
+    /** Reads {@code uint32_t qp_rate_limit_min}. @param s the struct @return the value */
     public static int qp_rate_limit_min(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qp_rate_limit_min$OFFSET);
     }
+    /** Writes {@code uint32_t qp_rate_limit_min}. @param s the struct @param v the value */
     public static void qp_rate_limit_min(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qp_rate_limit_min$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t qp_rate_limit_max}. */
     public static final long qp_rate_limit_max$OFFSET = 4L;
+    /** Reads {@code uint32_t qp_rate_limit_max}. @param s the struct @return the value */
     public static int qp_rate_limit_max(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qp_rate_limit_max$OFFSET);
     }
+    /** Writes {@code uint32_t qp_rate_limit_max}. @param s the struct @param v the value */
     public static void qp_rate_limit_max(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qp_rate_limit_max$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t supported_qpts}. */
     public static final long supported_qpts$OFFSET = 8L;
+    /** Reads {@code uint32_t supported_qpts}. @param s the struct @return the value */
     public static int supported_qpts(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, supported_qpts$OFFSET);
     }
+    /** Writes {@code uint32_t supported_qpts}. @param s the struct @param v the value */
     public static void supported_qpts(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, supported_qpts$OFFSET, v);
     }

@@ -6,31 +6,43 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_pd} (16 bytes, aligned to 8). */
+/**
+ * Layout and accessors of {@code struct ibv_pd} (16 bytes, aligned to 8).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_pd {
     private ibv_pd() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.ADDRESS.withName("context"),
             ValueLayout.JAVA_INT.withName("handle"),
             MemoryLayout.paddingLayout(4));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 16L;
     }
 
+    /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 0L;
+    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
+    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t handle}. */
     public static final long handle$OFFSET = 8L;
+    /** Reads {@code uint32_t handle}. @param s the struct @return the value */
     public static int handle(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, handle$OFFSET);
     }
+    /** Writes {@code uint32_t handle}. @param s the struct @param v the value */
     public static void handle(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, handle$OFFSET, v);
     }

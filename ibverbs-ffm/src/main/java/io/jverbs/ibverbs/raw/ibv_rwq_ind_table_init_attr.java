@@ -6,10 +6,15 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_rwq_ind_table_init_attr} (24 bytes, aligned to 8). */
+/**
+ * Layout and accessors of {@code struct ibv_rwq_ind_table_init_attr} (24 bytes, aligned to 8).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_rwq_ind_table_init_attr {
     private ibv_rwq_ind_table_init_attr() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("log_ind_tbl_size"),
             MemoryLayout.paddingLayout(4),
@@ -17,30 +22,40 @@ public final class ibv_rwq_ind_table_init_attr {
             ValueLayout.JAVA_INT.withName("comp_mask"),
             MemoryLayout.paddingLayout(4));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 24L;
     }
 
+    /** Byte offset of {@code uint32_t log_ind_tbl_size}. */
     public static final long log_ind_tbl_size$OFFSET = 0L;
+    /** Reads {@code uint32_t log_ind_tbl_size}. @param s the struct @return the value */
     public static int log_ind_tbl_size(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, log_ind_tbl_size$OFFSET);
     }
+    /** Writes {@code uint32_t log_ind_tbl_size}. @param s the struct @param v the value */
     public static void log_ind_tbl_size(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, log_ind_tbl_size$OFFSET, v);
     }
 
+    /** Byte offset of {@code struct ibv_wq ** ind_tbl}. */
     public static final long ind_tbl$OFFSET = 8L;
+    /** Reads {@code struct ibv_wq ** ind_tbl}. @param s the struct @return the value */
     public static MemorySegment ind_tbl(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, ind_tbl$OFFSET);
     }
+    /** Writes {@code struct ibv_wq ** ind_tbl}. @param s the struct @param v the value */
     public static void ind_tbl(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, ind_tbl$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 16L;
+    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
+    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }

@@ -6,39 +6,54 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_sge} (16 bytes, aligned to 8). */
+/**
+ * Layout and accessors of {@code struct ibv_sge} (16 bytes, aligned to 8).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_sge {
     private ibv_sge() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_LONG.withName("addr"),
             ValueLayout.JAVA_INT.withName("length"),
             ValueLayout.JAVA_INT.withName("lkey"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 16L;
     }
 
+    /** Byte offset of {@code uint64_t addr}. */
     public static final long addr$OFFSET = 0L;
+    /** Reads {@code uint64_t addr}. @param s the struct @return the value */
     public static long addr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, addr$OFFSET);
     }
+    /** Writes {@code uint64_t addr}. @param s the struct @param v the value */
     public static void addr(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, addr$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t length}. */
     public static final long length$OFFSET = 8L;
+    /** Reads {@code uint32_t length}. @param s the struct @return the value */
     public static int length(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, length$OFFSET);
     }
+    /** Writes {@code uint32_t length}. @param s the struct @param v the value */
     public static void length(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, length$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t lkey}. */
     public static final long lkey$OFFSET = 12L;
+    /** Reads {@code uint32_t lkey}. @param s the struct @return the value */
     public static int lkey(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, lkey$OFFSET);
     }
+    /** Writes {@code uint32_t lkey}. @param s the struct @param v the value */
     public static void lkey(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, lkey$OFFSET, v);
     }

@@ -6,28 +6,39 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_srq_init_attr} (24 bytes, aligned to 8). */
+/**
+ * Layout and accessors of {@code struct ibv_srq_init_attr} (24 bytes, aligned to 8).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_srq_init_attr {
     private ibv_srq_init_attr() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.ADDRESS.withName("srq_context"),
             ibv_srq_attr.LAYOUT.withName("attr"),
             MemoryLayout.paddingLayout(4));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 24L;
     }
 
+    /** Byte offset of {@code void * srq_context}. */
     public static final long srq_context$OFFSET = 0L;
+    /** Reads {@code void * srq_context}. @param s the struct @return the value */
     public static MemorySegment srq_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, srq_context$OFFSET);
     }
+    /** Writes {@code void * srq_context}. @param s the struct @param v the value */
     public static void srq_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, srq_context$OFFSET, v);
     }
 
+    /** Byte offset of {@code struct ibv_srq_attr attr}. */
     public static final long attr$OFFSET = 8L;
+    /** {@code struct ibv_srq_attr attr}, as a slice of {@code s}. @param s the struct @return the slice */
     public static MemorySegment attr(MemorySegment s) {
         return s.asSlice(attr$OFFSET, 12L);
     }

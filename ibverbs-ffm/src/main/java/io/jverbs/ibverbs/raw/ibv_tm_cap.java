@@ -6,30 +6,42 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_tm_cap} (8 bytes, aligned to 4). */
+/**
+ * Layout and accessors of {@code struct ibv_tm_cap} (8 bytes, aligned to 4).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_tm_cap {
     private ibv_tm_cap() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("max_num_tags"),
             ValueLayout.JAVA_INT.withName("max_ops"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 8L;
     }
 
+    /** Byte offset of {@code uint32_t max_num_tags}. */
     public static final long max_num_tags$OFFSET = 0L;
+    /** Reads {@code uint32_t max_num_tags}. @param s the struct @return the value */
     public static int max_num_tags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_num_tags$OFFSET);
     }
+    /** Writes {@code uint32_t max_num_tags}. @param s the struct @param v the value */
     public static void max_num_tags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_num_tags$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t max_ops}. */
     public static final long max_ops$OFFSET = 4L;
+    /** Reads {@code uint32_t max_ops}. @param s the struct @return the value */
     public static int max_ops(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_ops$OFFSET);
     }
+    /** Writes {@code uint32_t max_ops}. @param s the struct @param v the value */
     public static void max_ops(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_ops$OFFSET, v);
     }

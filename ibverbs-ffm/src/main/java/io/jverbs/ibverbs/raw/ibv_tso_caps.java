@@ -6,30 +6,42 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_tso_caps} (8 bytes, aligned to 4). */
+/**
+ * Layout and accessors of {@code struct ibv_tso_caps} (8 bytes, aligned to 4).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_tso_caps {
     private ibv_tso_caps() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("max_tso"),
             ValueLayout.JAVA_INT.withName("supported_qpts"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 8L;
     }
 
+    /** Byte offset of {@code uint32_t max_tso}. */
     public static final long max_tso$OFFSET = 0L;
+    /** Reads {@code uint32_t max_tso}. @param s the struct @return the value */
     public static int max_tso(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_tso$OFFSET);
     }
+    /** Writes {@code uint32_t max_tso}. @param s the struct @param v the value */
     public static void max_tso(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_tso$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t supported_qpts}. */
     public static final long supported_qpts$OFFSET = 4L;
+    /** Reads {@code uint32_t supported_qpts}. @param s the struct @return the value */
     public static int supported_qpts(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, supported_qpts$OFFSET);
     }
+    /** Writes {@code uint32_t supported_qpts}. @param s the struct @param v the value */
     public static void supported_qpts(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, supported_qpts$OFFSET, v);
     }

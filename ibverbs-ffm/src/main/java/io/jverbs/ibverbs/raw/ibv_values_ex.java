@@ -6,28 +6,39 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_values_ex} (24 bytes, aligned to 8). */
+/**
+ * Layout and accessors of {@code struct ibv_values_ex} (24 bytes, aligned to 8).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_values_ex {
     private ibv_values_ex() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("comp_mask"),
             MemoryLayout.paddingLayout(4),
             MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withByteAlignment(8).withName("raw_clock"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 24L;
     }
 
+    /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 0L;
+    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
+    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
+    /** Byte offset of {@code struct timespec raw_clock}. */
     public static final long raw_clock$OFFSET = 8L;
+    /** {@code struct timespec raw_clock}, as a slice of {@code s}. @param s the struct @return the slice */
     public static MemorySegment raw_clock(MemorySegment s) {
         return s.asSlice(raw_clock$OFFSET, 16L);
     }

@@ -6,31 +6,43 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct ibv_wc_tm_info} (16 bytes, aligned to 8). */
+/**
+ * Layout and accessors of {@code struct ibv_wc_tm_info} (16 bytes, aligned to 8).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class ibv_wc_tm_info {
     private ibv_wc_tm_info() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_LONG.withName("tag"),
             ValueLayout.JAVA_INT.withName("priv"),
             MemoryLayout.paddingLayout(4));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 16L;
     }
 
+    /** Byte offset of {@code uint64_t tag}. */
     public static final long tag$OFFSET = 0L;
+    /** Reads {@code uint64_t tag}. @param s the struct @return the value */
     public static long tag(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, tag$OFFSET);
     }
+    /** Writes {@code uint64_t tag}. @param s the struct @param v the value */
     public static void tag(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, tag$OFFSET, v);
     }
 
+    /** Byte offset of {@code uint32_t priv}. */
     public static final long priv$OFFSET = 8L;
+    /** Reads {@code uint32_t priv}. @param s the struct @return the value */
     public static int priv(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, priv$OFFSET);
     }
+    /** Writes {@code uint32_t priv}. @param s the struct @param v the value */
     public static void priv(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, priv$OFFSET, v);
     }

@@ -6,21 +6,30 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct in_addr} (4 bytes, aligned to 4). */
+/**
+ * Layout and accessors of {@code struct in_addr} (4 bytes, aligned to 4).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class in_addr {
     private in_addr() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("s_addr"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 4L;
     }
 
+    /** Byte offset of {@code in_addr_t s_addr}. */
     public static final long s_addr$OFFSET = 0L;
+    /** Reads {@code in_addr_t s_addr}. @param s the struct @return the value */
     public static int s_addr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, s_addr$OFFSET);
     }
+    /** Writes {@code in_addr_t s_addr}. @param s the struct @param v the value */
     public static void s_addr(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, s_addr$OFFSET, v);
     }

@@ -6,21 +6,30 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Layout and accessors of {@code struct rdma_event_channel} (4 bytes, aligned to 4). */
+/**
+ * Layout and accessors of {@code struct rdma_event_channel} (4 bytes, aligned to 4).
+ * Accessors take the struct as a segment that must cover the field and stay valid for the
+ * call; they read and write plain memory, with no synchronization.
+ */
 public final class rdma_event_channel {
     private rdma_event_channel() {}
 
+    /** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("fd"));
 
+    /** @return the C {@code sizeof}, in bytes */
     public static long sizeof() {
         return 4L;
     }
 
+    /** Byte offset of {@code int fd}. */
     public static final long fd$OFFSET = 0L;
+    /** Reads {@code int fd}. @param s the struct @return the value */
     public static int fd(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, fd$OFFSET);
     }
+    /** Writes {@code int fd}. @param s the struct @param v the value */
     public static void fd(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, fd$OFFSET, v);
     }
