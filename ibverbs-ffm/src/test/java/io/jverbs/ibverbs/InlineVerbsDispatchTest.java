@@ -229,6 +229,22 @@ class InlineVerbsDispatchTest {
             assertThrows(UnsupportedVerbException.class, () -> InlineVerbs.ibv_next_poll(noOps.cqx()));
         }
         assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_post_send(MemorySegment.NULL, buf(8), buf(8)));
+    }
+
+    @Test
+    void heapAndClosedSegmentsNeverReachTheProvider() {
+        MemorySegment heap = MemorySegment.ofArray(new byte[128]);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> InlineVerbs.ibv_post_send(world.qp(), heap, buf(8)));
+        assertTrue(e.getMessage().contains("heap segment"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_poll_cq(world.cq(), 1, heap));
+        MemorySegment closed;
+        try (Arena scratch = Arena.ofConfined()) {
+            closed = scratch.allocate(128);
+        }
+        MemorySegment stale = closed;
+        assertThrows(IllegalStateException.class, () -> InlineVerbs.ibv_post_recv(world.qp(), stale, buf(8)));
+        assertEquals("", FakeProvider.lastName(), "the provider saw none of these calls");
         assertTrue(ibv_context_ops.post_send$OFFSET > 0);
     }
 }
