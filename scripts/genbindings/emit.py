@@ -20,6 +20,11 @@ LAYOUT_CLASS = {'JAVA_BYTE': 'ValueLayout.OfByte', 'JAVA_BOOLEAN': 'ValueLayout.
                 'JAVA_DOUBLE': 'ValueLayout.OfDouble', 'ADDRESS': 'AddressLayout'}
 
 
+def jdoc(ind, text, *tags):
+    """A Javadoc comment: the text, then one block tag per line (tags given without the '@')."""
+    return [f'{ind}/**', f'{ind} * {text}', f'{ind} *', *[f'{ind} * @{t}' for t in tags], f'{ind} */']
+
+
 def jname(name):
     return name + '_' if name in JAVA_KEYWORDS else name
 
@@ -148,7 +153,7 @@ class Emitter:
         lines.append(f'{i1}/** The memory layout, every padding byte explicit; checked against gcc by LayoutTest. */')
         lines.append(f'{i1}public static final GroupLayout LAYOUT = {self.record_layout(rec, rec.align).replace(chr(10), chr(10) + i2)};')
         lines.append('')
-        lines.append(f'{i1}/** @return the C {{@code sizeof}}, in bytes */')
+        lines += jdoc(i1, 'The C {@code sizeof} of the struct.', 'return the size in bytes')
         lines.append(f'{i1}public static long sizeof() {{')
         lines.append(f'{i2}return {rec.size}L;')
         lines.append(f'{i1}}}')
@@ -184,14 +189,14 @@ class Emitter:
             out.append(f'{ind}public static final long {f.name}$OFFSET = {off}L;')
             if isinstance(t, Scalar):
                 vl = self._accessor_layout(t, a, f.name, layouts, ind)
-                out += [f'{ind}/** Reads {decl}. @param s the struct @return the value */',
+                out += [*jdoc(ind, f'Reads {decl}.', 'param s the struct', 'return the value'),
                         f'{ind}public static {t.java} {m}(MemorySegment s) {{',
                         f'{i2}return s.get({vl}, {f.name}$OFFSET);', f'{ind}}}',
-                        f'{ind}/** Writes {decl}. @param s the struct @param v the value */',
+                        *jdoc(ind, f'Writes {decl}.', 'param s the struct', 'param v the value'),
                         f'{ind}public static void {m}(MemorySegment s, {t.java} v) {{',
                         f'{i2}s.set({vl}, {f.name}$OFFSET, v);', f'{ind}}}']
                 continue
-            out.append(f'{ind}/** {decl}, as a slice of {{@code s}}. @param s the struct @return the slice */')
+            out += jdoc(ind, f'{decl}, as a slice of {{@code s}}.', 'param s the struct', 'return the slice')
             if isinstance(t, Array) and t.count is None:
                 out += [f'{ind}public static MemorySegment {m}(MemorySegment s) {{',
                         f'{i2}return s.asSlice({f.name}$OFFSET);', f'{ind}}}']
@@ -203,10 +208,10 @@ class Emitter:
                 vl = self._accessor_layout(e, min(type_align(e), a), f.name, layouts, ind)
                 idx = 'index' if t.count is None else f'Objects.checkIndex(index, {t.count}L)'
                 at = f'{f.name}$OFFSET + {idx} * {e.size}L'
-                out += [f'{ind}/** Reads element {{@code index}} of {decl}. @param s the struct @param index the element @return the value */',
+                out += [*jdoc(ind, f'Reads element {{@code index}} of {decl}.', 'param s the struct', 'param index the element', 'return the value'),
                         f'{ind}public static {e.java} {m}(MemorySegment s, long index) {{',
                         f'{i2}return s.get({vl}, {at});', f'{ind}}}',
-                        f'{ind}/** Writes element {{@code index}} of {decl}. @param s the struct @param index the element @param v the value */',
+                        *jdoc(ind, f'Writes element {{@code index}} of {decl}.', 'param s the struct', 'param index the element', 'param v the value'),
                         f'{ind}public static void {m}(MemorySegment s, long index, {e.java} v) {{',
                         f'{i2}s.set({vl}, {at}, v);', f'{ind}}}']
             if isinstance(t, AnonRecord):
@@ -234,6 +239,7 @@ class Emitter:
             if c.origin != last_origin:
                 out += ['', f'    // {c.origin} ({c.header.split("/include/", 1)[-1]})']
                 last_origin = c.origin
+            out.append(f'    /** {{@code {c.name}}}, from {c.origin}. */')
             out.append(f'    public static final {c.java} {c.name} = {java_literal(c.value, c.java)};')
         for f in functions:
             out += self.function(f, lib_expr, lib_name, errno_of(f))
@@ -289,13 +295,15 @@ class Emitter:
             '        }',
             '    }',
             '',
-            f'    /** {{@code {f.prototype}}}: its C descriptor. */',
+            *jdoc('    ', f'{{@code {f.prototype}}}: its C descriptor.', 'return the descriptor'),
             f'    public static FunctionDescriptor {f.name}$descriptor() {{',
             f'        return {h}.DESC;',
             '    }',
             '',
-            f'    /** {{@code {f.prototype}}}: its downcall handle'
-            + (' (leading parameter: the errno capture segment)' if errno else '') + '. */',
+            *jdoc('    ', f'{{@code {f.prototype}}}: its downcall handle'
+                  + (' (leading parameter: the errno capture segment)' if errno else '') + '.',
+                  'return the handle',
+                  'throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)'),
             f'    public static MethodHandle {f.name}$handle() {{',
             f'        MethodHandle h$ = {h}.HANDLE;',
             '        if (h$ == null) {',
@@ -304,7 +312,10 @@ class Emitter:
             '        return h$;',
             '    }',
             '',
-            f'    /** {{@code {f.prototype}}}.{note} */',
+            *jdoc('    ', f'{{@code {f.prototype}}}.{note}',
+                  *[f'param {n} {{@code {p.ctype}}}' for p, n in zip(f.params, names)],
+                  *([] if f.ret is None else ['return what the C function returns']),
+                  'throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)'),
             f'    public static {ret_java} {f.name}({params}) {{',
             f'        MethodHandle h$ = {h}.HANDLE;',
             '        if (h$ == null) {',
@@ -336,6 +347,7 @@ class Emitter:
                '    /** The headers to {@code #include} for every C name below. */',
                '    public static final List<String> HEADERS = List.of('
                + ', '.join(f'"{h}"' for h in headers) + ');', '',
+               '    /** Every generated layout class by its C name ({@code struct X}, or {@code struct X.member} for nested ones). */',
                '    public static final Map<String, Class<?>> BY_C_NAME = Map.ofEntries(']
         body = [f'            Map.entry("{k}", {v}.class)' for k, v in entries]
         out.append(',\n'.join(body) + ');')

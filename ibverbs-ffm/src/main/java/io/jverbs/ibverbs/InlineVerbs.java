@@ -315,7 +315,10 @@ public final class InlineVerbs {
 
     // ---- ibv_qp_ex: the work-request builder API ----
 
-    /** {@code ibv_wr_start}. @param qpx {@code struct ibv_qp_ex *} */
+    /**
+     * {@code ibv_wr_start}.
+     * @param qpx {@code struct ibv_qp_ex *}
+     */
     public static void ibv_wr_start(MemorySegment qpx) {
         voidP(qpOp(qpx, ibv_qp_ex.wr_start$OFFSET, "ibv_wr_start"), qpx);
     }
@@ -330,13 +333,19 @@ public final class InlineVerbs {
         return intP(qpOp(qpx, ibv_qp_ex.wr_complete$OFFSET, "ibv_wr_complete"), qpx);
     }
 
-    /** {@code ibv_wr_abort}: drops the work requests built since {@link #ibv_wr_start}. @param qpx {@code struct ibv_qp_ex *} */
+    /**
+     * {@code ibv_wr_abort}: drops the work requests built since {@link #ibv_wr_start}.
+     * @param qpx {@code struct ibv_qp_ex *}
+     */
     public static void ibv_wr_abort(MemorySegment qpx) {
         voidP(qpOp(qpx, ibv_qp_ex.wr_abort$OFFSET, "ibv_wr_abort"), qpx);
     }
 
     /**
-     * {@code ibv_wr_rdma_write}. @param qpx {@code struct ibv_qp_ex *} @param rkey remote key
+     * {@code ibv_wr_rdma_write}.
+     *
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param rkey remote key
      * @param remoteAddr remote virtual address
      */
     public static void ibv_wr_rdma_write(MemorySegment qpx, int rkey, long remoteAddr) {
@@ -344,8 +353,12 @@ public final class InlineVerbs {
     }
 
     /**
-     * {@code ibv_wr_rdma_write_imm}. @param qpx {@code struct ibv_qp_ex *} @param rkey remote key
-     * @param remoteAddr remote virtual address @param immData immediate data, already in network byte order
+     * {@code ibv_wr_rdma_write_imm}.
+     *
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param rkey remote key
+     * @param remoteAddr remote virtual address
+     * @param immData immediate data, already in network byte order
      */
     public static void ibv_wr_rdma_write_imm(MemorySegment qpx, int rkey, long remoteAddr, int immData) {
         try {
@@ -356,7 +369,10 @@ public final class InlineVerbs {
     }
 
     /**
-     * {@code ibv_wr_rdma_read}. @param qpx {@code struct ibv_qp_ex *} @param rkey remote key
+     * {@code ibv_wr_rdma_read}.
+     *
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param rkey remote key
      * @param remoteAddr remote virtual address
      */
     public static void ibv_wr_rdma_read(MemorySegment qpx, int rkey, long remoteAddr) {
@@ -364,8 +380,13 @@ public final class InlineVerbs {
     }
 
     /**
-     * {@code ibv_wr_atomic_cmp_swp}. @param qpx {@code struct ibv_qp_ex *} @param rkey remote key
-     * @param remoteAddr remote 8-byte aligned address @param compare expected value @param swap new value
+     * {@code ibv_wr_atomic_cmp_swp}.
+     *
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param rkey remote key
+     * @param remoteAddr remote 8-byte aligned address
+     * @param compare expected value
+     * @param swap new value
      */
     public static void ibv_wr_atomic_cmp_swp(MemorySegment qpx, int rkey, long remoteAddr, long compare, long swap) {
         try {
@@ -377,8 +398,12 @@ public final class InlineVerbs {
     }
 
     /**
-     * {@code ibv_wr_atomic_fetch_add}. @param qpx {@code struct ibv_qp_ex *} @param rkey remote key
-     * @param remoteAddr remote 8-byte aligned address @param add the addend
+     * {@code ibv_wr_atomic_fetch_add}.
+     *
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param rkey remote key
+     * @param remoteAddr remote 8-byte aligned address
+     * @param add the addend
      */
     public static void ibv_wr_atomic_fetch_add(MemorySegment qpx, int rkey, long remoteAddr, long add) {
         try {
@@ -389,8 +414,12 @@ public final class InlineVerbs {
     }
 
     /**
-     * {@code ibv_wr_atomic_write}. @param qpx {@code struct ibv_qp_ex *} @param rkey remote key
-     * @param remoteAddr remote address @param atomicWr the 8 bytes to write
+     * {@code ibv_wr_atomic_write}.
+     *
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param rkey remote key
+     * @param remoteAddr remote address
+     * @param atomicWr the 8 bytes to write
      */
     public static void ibv_wr_atomic_write(MemorySegment qpx, int rkey, long remoteAddr, MemorySegment atomicWr) {
         try {
@@ -401,8 +430,12 @@ public final class InlineVerbs {
     }
 
     /**
-     * {@code ibv_wr_bind_mw}. @param qpx {@code struct ibv_qp_ex *} @param mw {@code struct ibv_mw *}
-     * @param rkey the new rkey @param bindInfo {@code const struct ibv_mw_bind_info *}
+     * {@code ibv_wr_bind_mw}.
+     *
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param mw {@code struct ibv_mw *}
+     * @param rkey the new rkey
+     * @param bindInfo {@code const struct ibv_mw_bind_info *}
      */
     public static void ibv_wr_bind_mw(MemorySegment qpx, MemorySegment mw, int rkey, MemorySegment bindInfo) {
         try {
@@ -412,29 +445,48 @@ public final class InlineVerbs {
         }
     }
 
-    /** {@code ibv_wr_local_inv}. @param qpx {@code struct ibv_qp_ex *} @param invalidateRkey the rkey to invalidate */
+    /**
+     * {@code ibv_wr_local_inv}.
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param invalidateRkey the rkey to invalidate
+     */
     public static void ibv_wr_local_inv(MemorySegment qpx, int invalidateRkey) {
         voidPI(qpOp(qpx, ibv_qp_ex.wr_local_inv$OFFSET, "ibv_wr_local_inv"), qpx, invalidateRkey);
     }
 
-    /** {@code ibv_wr_send}. @param qpx {@code struct ibv_qp_ex *} */
+    /**
+     * {@code ibv_wr_send}.
+     * @param qpx {@code struct ibv_qp_ex *}
+     */
     public static void ibv_wr_send(MemorySegment qpx) {
         voidP(qpOp(qpx, ibv_qp_ex.wr_send$OFFSET, "ibv_wr_send"), qpx);
     }
 
-    /** {@code ibv_wr_send_imm}. @param qpx {@code struct ibv_qp_ex *} @param immData immediate data, network byte order */
+    /**
+     * {@code ibv_wr_send_imm}.
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param immData immediate data, network byte order
+     */
     public static void ibv_wr_send_imm(MemorySegment qpx, int immData) {
         voidPI(qpOp(qpx, ibv_qp_ex.wr_send_imm$OFFSET, "ibv_wr_send_imm"), qpx, immData);
     }
 
-    /** {@code ibv_wr_send_inv}. @param qpx {@code struct ibv_qp_ex *} @param invalidateRkey the remote rkey to invalidate */
+    /**
+     * {@code ibv_wr_send_inv}.
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param invalidateRkey the remote rkey to invalidate
+     */
     public static void ibv_wr_send_inv(MemorySegment qpx, int invalidateRkey) {
         voidPI(qpOp(qpx, ibv_qp_ex.wr_send_inv$OFFSET, "ibv_wr_send_inv"), qpx, invalidateRkey);
     }
 
     /**
-     * {@code ibv_wr_send_tso}. @param qpx {@code struct ibv_qp_ex *} @param hdr the header bytes
-     * @param hdrSz header size @param mss maximum segment size
+     * {@code ibv_wr_send_tso}.
+     *
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param hdr the header bytes
+     * @param hdrSz header size
+     * @param mss maximum segment size
      */
     public static void ibv_wr_send_tso(MemorySegment qpx, MemorySegment hdr, short hdrSz, short mss) {
         try {
@@ -445,8 +497,12 @@ public final class InlineVerbs {
     }
 
     /**
-     * {@code ibv_wr_set_ud_addr}. @param qpx {@code struct ibv_qp_ex *} @param ah {@code struct ibv_ah *}
-     * @param remoteQpn destination QP number @param remoteQkey destination Q_Key
+     * {@code ibv_wr_set_ud_addr}.
+     *
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param ah {@code struct ibv_ah *}
+     * @param remoteQpn destination QP number
+     * @param remoteQkey destination Q_Key
      */
     public static void ibv_wr_set_ud_addr(MemorySegment qpx, MemorySegment ah, int remoteQpn, int remoteQkey) {
         try {
@@ -456,14 +512,21 @@ public final class InlineVerbs {
         }
     }
 
-    /** {@code ibv_wr_set_xrc_srqn}. @param qpx {@code struct ibv_qp_ex *} @param remoteSrqn the remote XRC SRQ number */
+    /**
+     * {@code ibv_wr_set_xrc_srqn}.
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param remoteSrqn the remote XRC SRQ number
+     */
     public static void ibv_wr_set_xrc_srqn(MemorySegment qpx, int remoteSrqn) {
         voidPI(qpOp(qpx, ibv_qp_ex.wr_set_xrc_srqn$OFFSET, "ibv_wr_set_xrc_srqn"), qpx, remoteSrqn);
     }
 
     /**
      * {@code ibv_wr_set_inline_data}: the bytes are copied before the call returns.
-     * @param qpx {@code struct ibv_qp_ex *} @param addr the data @param length bytes
+     *
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param addr the data
+     * @param length bytes
      */
     public static void ibv_wr_set_inline_data(MemorySegment qpx, MemorySegment addr, long length) {
         try {
@@ -474,7 +537,10 @@ public final class InlineVerbs {
     }
 
     /**
-     * {@code ibv_wr_set_inline_data_list}. @param qpx {@code struct ibv_qp_ex *} @param numBuf entries
+     * {@code ibv_wr_set_inline_data_list}.
+     *
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param numBuf entries
      * @param bufList {@code const struct ibv_data_buf *}
      */
     public static void ibv_wr_set_inline_data_list(MemorySegment qpx, long numBuf, MemorySegment bufList) {
@@ -482,8 +548,12 @@ public final class InlineVerbs {
     }
 
     /**
-     * {@code ibv_wr_set_sge}. @param qpx {@code struct ibv_qp_ex *} @param lkey local key
-     * @param addr local address @param length bytes
+     * {@code ibv_wr_set_sge}.
+     *
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param lkey local key
+     * @param addr local address
+     * @param length bytes
      */
     public static void ibv_wr_set_sge(MemorySegment qpx, int lkey, long addr, int length) {
         try {
@@ -494,7 +564,10 @@ public final class InlineVerbs {
     }
 
     /**
-     * {@code ibv_wr_set_sge_list}. @param qpx {@code struct ibv_qp_ex *} @param numSge entries
+     * {@code ibv_wr_set_sge_list}.
+     *
+     * @param qpx {@code struct ibv_qp_ex *}
+     * @param numSge entries
      * @param sgList {@code const struct ibv_sge *}
      */
     public static void ibv_wr_set_sge_list(MemorySegment qpx, long numSge, MemorySegment sgList) {
@@ -518,82 +591,145 @@ public final class InlineVerbs {
         }
     }
 
-    /** {@code ibv_next_poll}. @param cq {@code struct ibv_cq_ex *} @return 0, ENOENT when no more, or an errno */
+    /**
+     * {@code ibv_next_poll}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return 0, ENOENT when no more, or an errno
+     */
     public static int ibv_next_poll(MemorySegment cq) {
         return intP(cqOp(cq, ibv_cq_ex.next_poll$OFFSET, "ibv_next_poll"), cq);
     }
 
-    /** {@code ibv_end_poll}. @param cq {@code struct ibv_cq_ex *} */
+    /**
+     * {@code ibv_end_poll}.
+     * @param cq {@code struct ibv_cq_ex *}
+     */
     public static void ibv_end_poll(MemorySegment cq) {
         voidP(cqOp(cq, ibv_cq_ex.end_poll$OFFSET, "ibv_end_poll"), cq);
     }
 
-    /** {@code ibv_wc_read_opcode}. @param cq {@code struct ibv_cq_ex *} @return {@code enum ibv_wc_opcode} */
+    /**
+     * {@code ibv_wc_read_opcode}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return {@code enum ibv_wc_opcode}
+     */
     public static int ibv_wc_read_opcode(MemorySegment cq) {
         return intP(cqOp(cq, ibv_cq_ex.read_opcode$OFFSET, "ibv_wc_read_opcode"), cq);
     }
 
-    /** {@code ibv_wc_read_vendor_err}. @param cq {@code struct ibv_cq_ex *} @return the vendor error */
+    /**
+     * {@code ibv_wc_read_vendor_err}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return the vendor error
+     */
     public static int ibv_wc_read_vendor_err(MemorySegment cq) {
         return intP(cqOp(cq, ibv_cq_ex.read_vendor_err$OFFSET, "ibv_wc_read_vendor_err"), cq);
     }
 
-    /** {@code ibv_wc_read_byte_len}. @param cq {@code struct ibv_cq_ex *} @return bytes transferred */
+    /**
+     * {@code ibv_wc_read_byte_len}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return bytes transferred
+     */
     public static int ibv_wc_read_byte_len(MemorySegment cq) {
         return intP(cqOp(cq, ibv_cq_ex.read_byte_len$OFFSET, "ibv_wc_read_byte_len"), cq);
     }
 
-    /** {@code ibv_wc_read_imm_data}. @param cq {@code struct ibv_cq_ex *} @return immediate data, network byte order */
+    /**
+     * {@code ibv_wc_read_imm_data}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return immediate data, network byte order
+     */
     public static int ibv_wc_read_imm_data(MemorySegment cq) {
         return intP(cqOp(cq, ibv_cq_ex.read_imm_data$OFFSET, "ibv_wc_read_imm_data"), cq);
     }
 
-    /** {@code ibv_wc_read_invalidated_rkey} (the header reads it through {@code read_imm_data}). @param cq {@code struct ibv_cq_ex *} @return the rkey */
+    /**
+     * {@code ibv_wc_read_invalidated_rkey} (the header reads it through {@code read_imm_data}).
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return the rkey
+     */
     public static int ibv_wc_read_invalidated_rkey(MemorySegment cq) {
         return intP(cqOp(cq, ibv_cq_ex.read_imm_data$OFFSET, "ibv_wc_read_invalidated_rkey"), cq);
     }
 
-    /** {@code ibv_wc_read_qp_num}. @param cq {@code struct ibv_cq_ex *} @return the local QP number */
+    /**
+     * {@code ibv_wc_read_qp_num}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return the local QP number
+     */
     public static int ibv_wc_read_qp_num(MemorySegment cq) {
         return intP(cqOp(cq, ibv_cq_ex.read_qp_num$OFFSET, "ibv_wc_read_qp_num"), cq);
     }
 
-    /** {@code ibv_wc_read_src_qp}. @param cq {@code struct ibv_cq_ex *} @return the source QP number (UD) */
+    /**
+     * {@code ibv_wc_read_src_qp}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return the source QP number (UD)
+     */
     public static int ibv_wc_read_src_qp(MemorySegment cq) {
         return intP(cqOp(cq, ibv_cq_ex.read_src_qp$OFFSET, "ibv_wc_read_src_qp"), cq);
     }
 
-    /** {@code ibv_wc_read_wc_flags}. @param cq {@code struct ibv_cq_ex *} @return {@code IBV_WC_*} flags */
+    /**
+     * {@code ibv_wc_read_wc_flags}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return {@code IBV_WC_*} flags
+     */
     public static int ibv_wc_read_wc_flags(MemorySegment cq) {
         return intP(cqOp(cq, ibv_cq_ex.read_wc_flags$OFFSET, "ibv_wc_read_wc_flags"), cq);
     }
 
-    /** {@code ibv_wc_read_slid}. @param cq {@code struct ibv_cq_ex *} @return the source LID */
+    /**
+     * {@code ibv_wc_read_slid}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return the source LID
+     */
     public static int ibv_wc_read_slid(MemorySegment cq) {
         return intP(cqOp(cq, ibv_cq_ex.read_slid$OFFSET, "ibv_wc_read_slid"), cq);
     }
 
-    /** {@code ibv_wc_read_sl}. @param cq {@code struct ibv_cq_ex *} @return the service level */
+    /**
+     * {@code ibv_wc_read_sl}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return the service level
+     */
     public static byte ibv_wc_read_sl(MemorySegment cq) {
         return byteP(cqOp(cq, ibv_cq_ex.read_sl$OFFSET, "ibv_wc_read_sl"), cq);
     }
 
-    /** {@code ibv_wc_read_dlid_path_bits}. @param cq {@code struct ibv_cq_ex *} @return the DLID path bits */
+    /**
+     * {@code ibv_wc_read_dlid_path_bits}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return the DLID path bits
+     */
     public static byte ibv_wc_read_dlid_path_bits(MemorySegment cq) {
         return byteP(cqOp(cq, ibv_cq_ex.read_dlid_path_bits$OFFSET, "ibv_wc_read_dlid_path_bits"), cq);
     }
 
-    /** {@code ibv_wc_read_completion_ts}. @param cq {@code struct ibv_cq_ex *} @return the device timestamp */
+    /**
+     * {@code ibv_wc_read_completion_ts}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return the device timestamp
+     */
     public static long ibv_wc_read_completion_ts(MemorySegment cq) {
         return longP(cqOp(cq, ibv_cq_ex.read_completion_ts$OFFSET, "ibv_wc_read_completion_ts"), cq);
     }
 
-    /** {@code ibv_wc_read_completion_wallclock_ns}. @param cq {@code struct ibv_cq_ex *} @return wall-clock nanoseconds */
+    /**
+     * {@code ibv_wc_read_completion_wallclock_ns}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return wall-clock nanoseconds
+     */
     public static long ibv_wc_read_completion_wallclock_ns(MemorySegment cq) {
         return longP(cqOp(cq, ibv_cq_ex.read_completion_wallclock_ns$OFFSET, "ibv_wc_read_completion_wallclock_ns"), cq);
     }
 
-    /** {@code ibv_wc_read_cvlan}. @param cq {@code struct ibv_cq_ex *} @return the customer VLAN tag */
+    /**
+     * {@code ibv_wc_read_cvlan}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return the customer VLAN tag
+     */
     public static short ibv_wc_read_cvlan(MemorySegment cq) {
         try {
             return (short) SHORT_P.invokeExact(cqOp(cq, ibv_cq_ex.read_cvlan$OFFSET, "ibv_wc_read_cvlan"), cq);
@@ -602,12 +738,20 @@ public final class InlineVerbs {
         }
     }
 
-    /** {@code ibv_wc_read_flow_tag}. @param cq {@code struct ibv_cq_ex *} @return the flow tag */
+    /**
+     * {@code ibv_wc_read_flow_tag}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return the flow tag
+     */
     public static int ibv_wc_read_flow_tag(MemorySegment cq) {
         return intP(cqOp(cq, ibv_cq_ex.read_flow_tag$OFFSET, "ibv_wc_read_flow_tag"), cq);
     }
 
-    /** {@code ibv_wc_read_tm_info}. @param cq {@code struct ibv_cq_ex *} @param tmInfo {@code struct ibv_wc_tm_info *} to fill */
+    /**
+     * {@code ibv_wc_read_tm_info}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @param tmInfo {@code struct ibv_wc_tm_info *} to fill
+     */
     public static void ibv_wc_read_tm_info(MemorySegment cq, MemorySegment tmInfo) {
         try {
             VOID_PP.invokeExact(cqOp(cq, ibv_cq_ex.read_tm_info$OFFSET, "ibv_wc_read_tm_info"), cq, tmInfo);
@@ -616,7 +760,11 @@ public final class InlineVerbs {
         }
     }
 
-    /** {@code ibv_cq_ex_to_cq}: the same object seen as a {@code struct ibv_cq *}. @param cq {@code struct ibv_cq_ex *} @return {@code struct ibv_cq *} */
+    /**
+     * {@code ibv_cq_ex_to_cq}: the same object seen as a {@code struct ibv_cq *}.
+     * @param cq {@code struct ibv_cq_ex *}
+     * @return {@code struct ibv_cq *}
+     */
     public static MemorySegment ibv_cq_ex_to_cq(MemorySegment cq) {
         return cq;
     }

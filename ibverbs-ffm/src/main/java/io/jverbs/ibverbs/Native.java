@@ -67,6 +67,8 @@ public final class Native {
     }
 
     /**
+     * Returns the symbols of {@code libibverbs.so.1}, loaded on first use.
+     *
      * @return the symbols of {@code libibverbs.so.1}, loaded on first use
      * @throws UnsatisfiedLinkError when rdma-core's libibverbs is not installed
      */
@@ -132,6 +134,8 @@ public final class Native {
     }
 
     /**
+     * Returns this thread's errno capture segment, allocated on the thread's first use and freed.
+     *
      * @return this thread's errno capture segment, allocated on the thread's first use and freed
      *         when the thread is gone; pass it to handles made with {@code captureErrno}
      */
@@ -139,7 +143,15 @@ public final class Native {
         return ERRNO_STATE.get();
     }
 
-    /** @return the errno captured by this thread's last capturing downcall (0 when none yet) */
+    /**
+
+     * Returns the errno captured by this thread's last capturing downcall (0 when none yet).
+
+     *
+
+     * @return the errno captured by this thread's last capturing downcall (0 when none yet)
+
+     */
     public static int lastErrno() {
         return (int) ERRNO.get(ERRNO_STATE.get(), 0L);
     }
@@ -154,7 +166,15 @@ public final class Native {
         ERRNO.set(ERRNO_STATE.get(), 0L, errno);
     }
 
-    /** @return the {@code --enable-native-access=} value this code needs where it runs now */
+    /**
+
+     * Returns the {@code --enable-native-access=} value this code needs where it runs now.
+
+     *
+
+     * @return the {@code --enable-native-access=} value this code needs where it runs now
+
+     */
     public static String nativeAccessFlag() {
         Module module = Native.class.getModule();
         String name = module.isNamed() ? module.getName() + ",io.jverbs.rdmacm" : "ALL-UNNAMED";

@@ -11,7 +11,9 @@ package io.jverbs.ibverbs;
 public class VerbsException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
+    /** The C name of the verb that failed. */
     private final String verb;
+    /** The errno it reported, positive. */
     private final int errno;
 
     /**
@@ -54,17 +56,41 @@ public class VerbsException extends RuntimeException {
         }
     }
 
-    /** @return the C name of the verb that failed */
+    /**
+
+     * Returns the C name of the verb that failed.
+
+     *
+
+     * @return the C name of the verb that failed
+
+     */
     public String verb() {
         return verb;
     }
 
-    /** @return the errno the verb reported, positive */
+    /**
+
+     * Returns the errno the verb reported, positive.
+
+     *
+
+     * @return the errno the verb reported, positive
+
+     */
     public int errno() {
         return errno;
     }
 
-    /** @return the symbolic errno name, such as {@code "EINVAL"} */
+    /**
+
+     * Returns the symbolic errno name, such as {@code "EINVAL"}.
+
+     *
+
+     * @return the symbolic errno name, such as {@code "EINVAL"}
+
+     */
     public String errnoName() {
         return Errno.name(errno);
     }

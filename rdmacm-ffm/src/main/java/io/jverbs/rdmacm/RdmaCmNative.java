@@ -12,6 +12,8 @@ public final class RdmaCmNative {
     }
 
     /**
+     * Returns the symbols of {@code librdmacm.so.1}, loaded on first use.
+     *
      * @return the symbols of {@code librdmacm.so.1}, loaded on first use
      * @throws UnsatisfiedLinkError when rdma-core's librdmacm is not installed (the message names the package)
      */

@@ -70,7 +70,9 @@ public final class RdmaVerbs {
     /**
      * {@code rdma_reg_read}: registers memory the peer may RDMA Read.
      *
-     * @param id {@code struct rdma_cm_id *} @param addr the memory @param length bytes
+     * @param id {@code struct rdma_cm_id *}
+     * @param addr the memory
+     * @param length bytes
      * @return {@code struct ibv_mr *}, or NULL with {@link Native#lastErrno()} set
      */
     public static MemorySegment rdma_reg_read(MemorySegment id, MemorySegment addr, long length) {
@@ -80,7 +82,9 @@ public final class RdmaVerbs {
     /**
      * {@code rdma_reg_write}: registers memory the peer may RDMA Write.
      *
-     * @param id {@code struct rdma_cm_id *} @param addr the memory @param length bytes
+     * @param id {@code struct rdma_cm_id *}
+     * @param addr the memory
+     * @param length bytes
      * @return {@code struct ibv_mr *}, or NULL with {@link Native#lastErrno()} set
      */
     public static MemorySegment rdma_reg_write(MemorySegment id, MemorySegment addr, long length) {
@@ -125,8 +129,11 @@ public final class RdmaVerbs {
     /**
      * {@code rdma_post_sendv}: posts one Send.
      *
-     * @param id {@code struct rdma_cm_id *} @param context the work request id
-     * @param sgl {@code struct ibv_sge[nsge]} @param nsge entries @param flags {@code IBV_SEND_*}
+     * @param id {@code struct rdma_cm_id *}
+     * @param context the work request id
+     * @param sgl {@code struct ibv_sge[nsge]}
+     * @param nsge entries
+     * @param flags {@code IBV_SEND_*}
      * @return 0, or -1 with {@link Native#lastErrno()} set
      */
     public static int rdma_post_sendv(MemorySegment id, long context, MemorySegment sgl, int nsge, int flags) {
@@ -136,9 +143,13 @@ public final class RdmaVerbs {
     /**
      * {@code rdma_post_readv}: posts one RDMA Read.
      *
-     * @param id {@code struct rdma_cm_id *} @param context the work request id
-     * @param sgl {@code struct ibv_sge[nsge]} @param nsge entries @param flags {@code IBV_SEND_*}
-     * @param remoteAddr remote address @param rkey remote key
+     * @param id {@code struct rdma_cm_id *}
+     * @param context the work request id
+     * @param sgl {@code struct ibv_sge[nsge]}
+     * @param nsge entries
+     * @param flags {@code IBV_SEND_*}
+     * @param remoteAddr remote address
+     * @param rkey remote key
      * @return 0, or -1 with {@link Native#lastErrno()} set
      */
     public static int rdma_post_readv(MemorySegment id, long context, MemorySegment sgl, int nsge, int flags,
@@ -149,9 +160,13 @@ public final class RdmaVerbs {
     /**
      * {@code rdma_post_writev}: posts one RDMA Write.
      *
-     * @param id {@code struct rdma_cm_id *} @param context the work request id
-     * @param sgl {@code struct ibv_sge[nsge]} @param nsge entries @param flags {@code IBV_SEND_*}
-     * @param remoteAddr remote address @param rkey remote key
+     * @param id {@code struct rdma_cm_id *}
+     * @param context the work request id
+     * @param sgl {@code struct ibv_sge[nsge]}
+     * @param nsge entries
+     * @param flags {@code IBV_SEND_*}
+     * @param remoteAddr remote address
+     * @param rkey remote key
      * @return 0, or -1 with {@link Native#lastErrno()} set
      */
     public static int rdma_post_writev(MemorySegment id, long context, MemorySegment sgl, int nsge, int flags,
@@ -165,8 +180,11 @@ public final class RdmaVerbs {
      * {@code rdma_post_recv}: posts one receive into {@code [addr, addr + length)}, which must lie
      * inside {@code mr} (C asserts it; here it is an {@link IllegalArgumentException}).
      *
-     * @param id {@code struct rdma_cm_id *} @param context the work request id
-     * @param addr the buffer @param length bytes @param mr {@code struct ibv_mr *} covering it
+     * @param id {@code struct rdma_cm_id *}
+     * @param context the work request id
+     * @param addr the buffer
+     * @param length bytes
+     * @param mr {@code struct ibv_mr *} covering it
      * @return 0, or -1 with {@link Native#lastErrno()} set
      */
     public static int rdma_post_recv(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr) {
@@ -181,8 +199,11 @@ public final class RdmaVerbs {
     /**
      * {@code rdma_post_send}: posts one Send of {@code [addr, addr + length)}.
      *
-     * @param id {@code struct rdma_cm_id *} @param context the work request id
-     * @param addr the data @param length bytes @param mr {@code struct ibv_mr *}, or NULL for inline data
+     * @param id {@code struct rdma_cm_id *}
+     * @param context the work request id
+     * @param addr the data
+     * @param length bytes
+     * @param mr {@code struct ibv_mr *}, or NULL for inline data
      * @param flags {@code IBV_SEND_*}
      * @return 0, or -1 with {@link Native#lastErrno()} set
      */
@@ -194,9 +215,14 @@ public final class RdmaVerbs {
     /**
      * {@code rdma_post_read}: RDMA Read into {@code [addr, addr + length)}.
      *
-     * @param id {@code struct rdma_cm_id *} @param context the work request id @param addr local buffer
-     * @param length bytes @param mr {@code struct ibv_mr *} @param flags {@code IBV_SEND_*}
-     * @param remoteAddr remote address @param rkey remote key
+     * @param id {@code struct rdma_cm_id *}
+     * @param context the work request id
+     * @param addr local buffer
+     * @param length bytes
+     * @param mr {@code struct ibv_mr *}
+     * @param flags {@code IBV_SEND_*}
+     * @param remoteAddr remote address
+     * @param rkey remote key
      * @return 0, or -1 with {@link Native#lastErrno()} set
      */
     public static int rdma_post_read(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr,
@@ -207,9 +233,14 @@ public final class RdmaVerbs {
     /**
      * {@code rdma_post_write}: RDMA Write of {@code [addr, addr + length)}.
      *
-     * @param id {@code struct rdma_cm_id *} @param context the work request id @param addr local data
-     * @param length bytes @param mr {@code struct ibv_mr *}, or NULL for inline data @param flags {@code IBV_SEND_*}
-     * @param remoteAddr remote address @param rkey remote key
+     * @param id {@code struct rdma_cm_id *}
+     * @param context the work request id
+     * @param addr local data
+     * @param length bytes
+     * @param mr {@code struct ibv_mr *}, or NULL for inline data
+     * @param flags {@code IBV_SEND_*}
+     * @param remoteAddr remote address
+     * @param rkey remote key
      * @return 0, or -1 with {@link Native#lastErrno()} set
      */
     public static int rdma_post_write(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr,
@@ -220,9 +251,14 @@ public final class RdmaVerbs {
     /**
      * {@code rdma_post_ud_send}: a UD Send to {@code (ah, remoteQpn)} with the rdma_cm Q_Key.
      *
-     * @param id {@code struct rdma_cm_id *} @param context the work request id @param addr the data
-     * @param length bytes @param mr {@code struct ibv_mr *}, or NULL for inline data @param flags {@code IBV_SEND_*}
-     * @param ah {@code struct ibv_ah *} @param remoteQpn the destination QP number
+     * @param id {@code struct rdma_cm_id *}
+     * @param context the work request id
+     * @param addr the data
+     * @param length bytes
+     * @param mr {@code struct ibv_mr *}, or NULL for inline data
+     * @param flags {@code IBV_SEND_*}
+     * @param ah {@code struct ibv_ah *}
+     * @param remoteQpn the destination QP number
      * @return 0, or -1 with {@link Native#lastErrno()} set
      */
     public static int rdma_post_ud_send(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr,
@@ -253,7 +289,8 @@ public final class RdmaVerbs {
     /**
      * {@code rdma_get_recv_comp}: as {@link #rdma_get_send_comp} for the receive CQ.
      *
-     * @param id {@code struct rdma_cm_id *} @param wc {@code struct ibv_wc *} to fill
+     * @param id {@code struct rdma_cm_id *}
+     * @param wc {@code struct ibv_wc *} to fill
      * @return the number of completions (1), or -1 with {@link Native#lastErrno()} set
      */
     public static int rdma_get_recv_comp(MemorySegment id, MemorySegment wc) {

@@ -16,6 +16,7 @@ public final class Structs {
     /** The headers to {@code #include} for every C name below. */
     public static final List<String> HEADERS = List.of("infiniband/verbs.h");
 
+    /** Every generated layout class by its C name ({@code struct X}, or {@code struct X.member} for nested ones). */
     public static final Map<String, Class<?>> BY_C_NAME = Map.ofEntries(
             Map.entry("struct _ibv_device_ops", _ibv_device_ops.class),
             Map.entry("struct ib_uverbs_flow_action_esp", ib_uverbs_flow_action_esp.class),

@@ -19,29 +19,53 @@ public final class _ibv_device_ops {
             ValueLayout.ADDRESS.withName("_dummy1"),
             ValueLayout.ADDRESS.withName("_dummy2"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code struct ibv_context *(*)(struct ibv_device *, int) _dummy1}. */
     public static final long _dummy1$OFFSET = 0L;
-    /** Reads {@code struct ibv_context *(*)(struct ibv_device *, int) _dummy1}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_context *(*)(struct ibv_device *, int) _dummy1}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _dummy1(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _dummy1$OFFSET);
     }
-    /** Writes {@code struct ibv_context *(*)(struct ibv_device *, int) _dummy1}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_context *(*)(struct ibv_device *, int) _dummy1}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _dummy1(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _dummy1$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_context *) _dummy2}. */
     public static final long _dummy2$OFFSET = 8L;
-    /** Reads {@code void (*)(struct ibv_context *) _dummy2}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_context *) _dummy2}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _dummy2(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _dummy2$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_context *) _dummy2}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_context *) _dummy2}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _dummy2(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _dummy2$OFFSET, v);
     }

@@ -22,62 +22,116 @@ public final class ib_uverbs_flow_action_esp {
             ValueLayout.JAVA_INT.withName("flags"),
             ValueLayout.JAVA_LONG.withName("hard_limit_pkts"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 24L;
     }
 
     /** Byte offset of {@code __u32 spi}. */
     public static final long spi$OFFSET = 0L;
-    /** Reads {@code __u32 spi}. @param s the struct @return the value */
+    /**
+     * Reads {@code __u32 spi}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int spi(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, spi$OFFSET);
     }
-    /** Writes {@code __u32 spi}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __u32 spi}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void spi(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, spi$OFFSET, v);
     }
 
     /** Byte offset of {@code __u32 seq}. */
     public static final long seq$OFFSET = 4L;
-    /** Reads {@code __u32 seq}. @param s the struct @return the value */
+    /**
+     * Reads {@code __u32 seq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int seq(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, seq$OFFSET);
     }
-    /** Writes {@code __u32 seq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __u32 seq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void seq(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, seq$OFFSET, v);
     }
 
     /** Byte offset of {@code __u32 tfc_pad}. */
     public static final long tfc_pad$OFFSET = 8L;
-    /** Reads {@code __u32 tfc_pad}. @param s the struct @return the value */
+    /**
+     * Reads {@code __u32 tfc_pad}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int tfc_pad(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, tfc_pad$OFFSET);
     }
-    /** Writes {@code __u32 tfc_pad}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __u32 tfc_pad}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void tfc_pad(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, tfc_pad$OFFSET, v);
     }
 
     /** Byte offset of {@code __u32 flags}. */
     public static final long flags$OFFSET = 12L;
-    /** Reads {@code __u32 flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code __u32 flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, flags$OFFSET);
     }
-    /** Writes {@code __u32 flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __u32 flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, flags$OFFSET, v);
     }
 
     /** Byte offset of {@code __u64 hard_limit_pkts}. */
     public static final long hard_limit_pkts$OFFSET = 16L;
-    /** Reads {@code __u64 hard_limit_pkts}. @param s the struct @return the value */
+    /**
+     * Reads {@code __u64 hard_limit_pkts}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long hard_limit_pkts(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, hard_limit_pkts$OFFSET);
     }
-    /** Writes {@code __u64 hard_limit_pkts}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __u64 hard_limit_pkts}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void hard_limit_pkts(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, hard_limit_pkts$OFFSET, v);
     }

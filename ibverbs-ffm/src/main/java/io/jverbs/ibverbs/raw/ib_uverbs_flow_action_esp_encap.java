@@ -26,73 +26,137 @@ public final class ib_uverbs_flow_action_esp_encap {
             ValueLayout.JAVA_SHORT.withName("type"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 24L;
     }
 
     /** Byte offset of {@code void * val_ptr}. */
     public static final long val_ptr$OFFSET = 0L;
-    /** Reads {@code void * val_ptr}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * val_ptr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment val_ptr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, val_ptr$OFFSET);
     }
-    /** Writes {@code void * val_ptr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * val_ptr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void val_ptr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, val_ptr$OFFSET, v);
     }
 
     /** Byte offset of {@code __u64 val_ptr_data_u64}. */
     public static final long val_ptr_data_u64$OFFSET = 0L;
-    /** Reads {@code __u64 val_ptr_data_u64}. @param s the struct @return the value */
+    /**
+     * Reads {@code __u64 val_ptr_data_u64}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long val_ptr_data_u64(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, val_ptr_data_u64$OFFSET);
     }
-    /** Writes {@code __u64 val_ptr_data_u64}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __u64 val_ptr_data_u64}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void val_ptr_data_u64(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, val_ptr_data_u64$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ib_uverbs_flow_action_esp_encap * next_ptr}. */
     public static final long next_ptr$OFFSET = 8L;
-    /** Reads {@code struct ib_uverbs_flow_action_esp_encap * next_ptr}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ib_uverbs_flow_action_esp_encap * next_ptr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment next_ptr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, next_ptr$OFFSET);
     }
-    /** Writes {@code struct ib_uverbs_flow_action_esp_encap * next_ptr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ib_uverbs_flow_action_esp_encap * next_ptr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void next_ptr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, next_ptr$OFFSET, v);
     }
 
     /** Byte offset of {@code __u64 next_ptr_data_u64}. */
     public static final long next_ptr_data_u64$OFFSET = 8L;
-    /** Reads {@code __u64 next_ptr_data_u64}. @param s the struct @return the value */
+    /**
+     * Reads {@code __u64 next_ptr_data_u64}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long next_ptr_data_u64(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, next_ptr_data_u64$OFFSET);
     }
-    /** Writes {@code __u64 next_ptr_data_u64}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __u64 next_ptr_data_u64}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void next_ptr_data_u64(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, next_ptr_data_u64$OFFSET, v);
     }
 
     /** Byte offset of {@code __u16 len}. */
     public static final long len$OFFSET = 16L;
-    /** Reads {@code __u16 len}. @param s the struct @return the value */
+    /**
+     * Reads {@code __u16 len}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short len(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, len$OFFSET);
     }
-    /** Writes {@code __u16 len}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __u16 len}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void len(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, len$OFFSET, v);
     }
 
     /** Byte offset of {@code __u16 type}. */
     public static final long type$OFFSET = 18L;
-    /** Reads {@code __u16 type}. @param s the struct @return the value */
+    /**
+     * Reads {@code __u16 type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, type$OFFSET);
     }
-    /** Writes {@code __u16 type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __u16 type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void type(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, type$OFFSET, v);
     }

@@ -25,80 +25,149 @@ public final class ibv_ah_attr {
             ValueLayout.JAVA_BYTE.withName("port_num"),
             MemoryLayout.paddingLayout(1));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 32L;
     }
 
     /** Byte offset of {@code struct ibv_global_route grh}. */
     public static final long grh$OFFSET = 0L;
-    /** {@code struct ibv_global_route grh}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_global_route grh}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment grh(MemorySegment s) {
         return s.asSlice(grh$OFFSET, 24L);
     }
 
     /** Byte offset of {@code uint16_t dlid}. */
     public static final long dlid$OFFSET = 24L;
-    /** Reads {@code uint16_t dlid}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t dlid}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short dlid(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, dlid$OFFSET);
     }
-    /** Writes {@code uint16_t dlid}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t dlid}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void dlid(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, dlid$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t sl}. */
     public static final long sl$OFFSET = 26L;
-    /** Reads {@code uint8_t sl}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t sl}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte sl(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, sl$OFFSET);
     }
-    /** Writes {@code uint8_t sl}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t sl}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sl(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, sl$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t src_path_bits}. */
     public static final long src_path_bits$OFFSET = 27L;
-    /** Reads {@code uint8_t src_path_bits}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t src_path_bits}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte src_path_bits(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, src_path_bits$OFFSET);
     }
-    /** Writes {@code uint8_t src_path_bits}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t src_path_bits}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void src_path_bits(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, src_path_bits$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t static_rate}. */
     public static final long static_rate$OFFSET = 28L;
-    /** Reads {@code uint8_t static_rate}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t static_rate}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte static_rate(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, static_rate$OFFSET);
     }
-    /** Writes {@code uint8_t static_rate}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t static_rate}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void static_rate(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, static_rate$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t is_global}. */
     public static final long is_global$OFFSET = 29L;
-    /** Reads {@code uint8_t is_global}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t is_global}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte is_global(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, is_global$OFFSET);
     }
-    /** Writes {@code uint8_t is_global}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t is_global}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void is_global(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, is_global$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t port_num}. */
     public static final long port_num$OFFSET = 30L;
-    /** Reads {@code uint8_t port_num}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t port_num}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte port_num(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, port_num$OFFSET);
     }
-    /** Writes {@code uint8_t port_num}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t port_num}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void port_num(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, port_num$OFFSET, v);
     }

@@ -20,40 +20,74 @@ public final class ibv_alloc_dm_attr {
             ValueLayout.JAVA_INT.withName("log_align_req"),
             ValueLayout.JAVA_INT.withName("comp_mask"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code size_t length}. */
     public static final long length$OFFSET = 0L;
-    /** Reads {@code size_t length}. @param s the struct @return the value */
+    /**
+     * Reads {@code size_t length}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long length(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, length$OFFSET);
     }
-    /** Writes {@code size_t length}. @param s the struct @param v the value */
+    /**
+     * Writes {@code size_t length}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void length(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, length$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t log_align_req}. */
     public static final long log_align_req$OFFSET = 8L;
-    /** Reads {@code uint32_t log_align_req}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t log_align_req}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int log_align_req(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, log_align_req$OFFSET);
     }
-    /** Writes {@code uint32_t log_align_req}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t log_align_req}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void log_align_req(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, log_align_req$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 12L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }

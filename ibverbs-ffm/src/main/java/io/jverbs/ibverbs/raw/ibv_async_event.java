@@ -20,25 +20,44 @@ public final class ibv_async_event {
             ValueLayout.JAVA_INT.withName("event_type"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code union {...} element}. */
     public static final long element$OFFSET = 0L;
-    /** {@code union {...} element}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union {...} element}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment element(MemorySegment s) {
         return s.asSlice(element$OFFSET, 8L);
     }
 
     /** Byte offset of {@code enum ibv_event_type event_type}. */
     public static final long event_type$OFFSET = 8L;
-    /** Reads {@code enum ibv_event_type event_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_event_type event_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int event_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, event_type$OFFSET);
     }
-    /** Writes {@code enum ibv_event_type event_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_event_type event_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void event_type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, event_type$OFFSET, v);
     }
@@ -59,62 +78,116 @@ public final class ibv_async_event {
                 ValueLayout.ADDRESS.withName("wq"),
                 ValueLayout.JAVA_INT.withName("port_num"));
 
-        /** @return the C {@code sizeof}, in bytes */
+        /**
+         * The C {@code sizeof} of the struct.
+         *
+         * @return the size in bytes
+         */
         public static long sizeof() {
             return 8L;
         }
 
         /** Byte offset of {@code struct ibv_cq * cq}. */
         public static final long cq$OFFSET = 0L;
-        /** Reads {@code struct ibv_cq * cq}. @param s the struct @return the value */
+        /**
+         * Reads {@code struct ibv_cq * cq}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static MemorySegment cq(MemorySegment s) {
             return s.get(ValueLayout.ADDRESS, cq$OFFSET);
         }
-        /** Writes {@code struct ibv_cq * cq}. @param s the struct @param v the value */
+        /**
+         * Writes {@code struct ibv_cq * cq}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void cq(MemorySegment s, MemorySegment v) {
             s.set(ValueLayout.ADDRESS, cq$OFFSET, v);
         }
 
         /** Byte offset of {@code struct ibv_qp * qp}. */
         public static final long qp$OFFSET = 0L;
-        /** Reads {@code struct ibv_qp * qp}. @param s the struct @return the value */
+        /**
+         * Reads {@code struct ibv_qp * qp}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static MemorySegment qp(MemorySegment s) {
             return s.get(ValueLayout.ADDRESS, qp$OFFSET);
         }
-        /** Writes {@code struct ibv_qp * qp}. @param s the struct @param v the value */
+        /**
+         * Writes {@code struct ibv_qp * qp}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void qp(MemorySegment s, MemorySegment v) {
             s.set(ValueLayout.ADDRESS, qp$OFFSET, v);
         }
 
         /** Byte offset of {@code struct ibv_srq * srq}. */
         public static final long srq$OFFSET = 0L;
-        /** Reads {@code struct ibv_srq * srq}. @param s the struct @return the value */
+        /**
+         * Reads {@code struct ibv_srq * srq}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static MemorySegment srq(MemorySegment s) {
             return s.get(ValueLayout.ADDRESS, srq$OFFSET);
         }
-        /** Writes {@code struct ibv_srq * srq}. @param s the struct @param v the value */
+        /**
+         * Writes {@code struct ibv_srq * srq}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void srq(MemorySegment s, MemorySegment v) {
             s.set(ValueLayout.ADDRESS, srq$OFFSET, v);
         }
 
         /** Byte offset of {@code struct ibv_wq * wq}. */
         public static final long wq$OFFSET = 0L;
-        /** Reads {@code struct ibv_wq * wq}. @param s the struct @return the value */
+        /**
+         * Reads {@code struct ibv_wq * wq}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static MemorySegment wq(MemorySegment s) {
             return s.get(ValueLayout.ADDRESS, wq$OFFSET);
         }
-        /** Writes {@code struct ibv_wq * wq}. @param s the struct @param v the value */
+        /**
+         * Writes {@code struct ibv_wq * wq}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void wq(MemorySegment s, MemorySegment v) {
             s.set(ValueLayout.ADDRESS, wq$OFFSET, v);
         }
 
         /** Byte offset of {@code int port_num}. */
         public static final long port_num$OFFSET = 0L;
-        /** Reads {@code int port_num}. @param s the struct @return the value */
+        /**
+         * Reads {@code int port_num}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static int port_num(MemorySegment s) {
             return s.get(ValueLayout.JAVA_INT, port_num$OFFSET);
         }
-        /** Writes {@code int port_num}. @param s the struct @param v the value */
+        /**
+         * Writes {@code int port_num}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void port_num(MemorySegment s, int v) {
             s.set(ValueLayout.JAVA_INT, port_num$OFFSET, v);
         }

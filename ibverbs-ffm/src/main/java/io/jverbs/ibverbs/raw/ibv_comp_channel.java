@@ -20,40 +20,74 @@ public final class ibv_comp_channel {
             ValueLayout.JAVA_INT.withName("fd"),
             ValueLayout.JAVA_INT.withName("refcnt"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 0L;
-    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
-    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
     /** Byte offset of {@code int fd}. */
     public static final long fd$OFFSET = 8L;
-    /** Reads {@code int fd}. @param s the struct @return the value */
+    /**
+     * Reads {@code int fd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int fd(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, fd$OFFSET);
     }
-    /** Writes {@code int fd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int fd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void fd(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, fd$OFFSET, v);
     }
 
     /** Byte offset of {@code int refcnt}. */
     public static final long refcnt$OFFSET = 12L;
-    /** Reads {@code int refcnt}. @param s the struct @return the value */
+    /**
+     * Reads {@code int refcnt}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int refcnt(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, refcnt$OFFSET);
     }
-    /** Writes {@code int refcnt}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int refcnt}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void refcnt(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, refcnt$OFFSET, v);
     }

@@ -25,76 +25,140 @@ public final class ibv_context {
             MemoryLayout.sequenceLayout(40, ValueLayout.JAVA_BYTE).withByteAlignment(8).withName("mutex"),
             ValueLayout.ADDRESS.withName("abi_compat"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 328L;
     }
 
     /** Byte offset of {@code struct ibv_device * device}. */
     public static final long device$OFFSET = 0L;
-    /** Reads {@code struct ibv_device * device}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_device * device}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment device(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, device$OFFSET);
     }
-    /** Writes {@code struct ibv_device * device}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_device * device}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void device(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, device$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_context_ops ops}. */
     public static final long ops$OFFSET = 8L;
-    /** {@code struct ibv_context_ops ops}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_context_ops ops}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment ops(MemorySegment s) {
         return s.asSlice(ops$OFFSET, 256L);
     }
 
     /** Byte offset of {@code int cmd_fd}. */
     public static final long cmd_fd$OFFSET = 264L;
-    /** Reads {@code int cmd_fd}. @param s the struct @return the value */
+    /**
+     * Reads {@code int cmd_fd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int cmd_fd(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, cmd_fd$OFFSET);
     }
-    /** Writes {@code int cmd_fd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int cmd_fd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void cmd_fd(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, cmd_fd$OFFSET, v);
     }
 
     /** Byte offset of {@code int async_fd}. */
     public static final long async_fd$OFFSET = 268L;
-    /** Reads {@code int async_fd}. @param s the struct @return the value */
+    /**
+     * Reads {@code int async_fd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int async_fd(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, async_fd$OFFSET);
     }
-    /** Writes {@code int async_fd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int async_fd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void async_fd(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, async_fd$OFFSET, v);
     }
 
     /** Byte offset of {@code int num_comp_vectors}. */
     public static final long num_comp_vectors$OFFSET = 272L;
-    /** Reads {@code int num_comp_vectors}. @param s the struct @return the value */
+    /**
+     * Reads {@code int num_comp_vectors}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int num_comp_vectors(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, num_comp_vectors$OFFSET);
     }
-    /** Writes {@code int num_comp_vectors}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int num_comp_vectors}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void num_comp_vectors(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, num_comp_vectors$OFFSET, v);
     }
 
     /** Byte offset of {@code pthread_mutex_t mutex}. */
     public static final long mutex$OFFSET = 280L;
-    /** {@code pthread_mutex_t mutex}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code pthread_mutex_t mutex}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment mutex(MemorySegment s) {
         return s.asSlice(mutex$OFFSET, 40L);
     }
 
     /** Byte offset of {@code void * abi_compat}. */
     public static final long abi_compat$OFFSET = 320L;
-    /** Reads {@code void * abi_compat}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * abi_compat}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment abi_compat(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, abi_compat$OFFSET);
     }
-    /** Writes {@code void * abi_compat}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * abi_compat}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void abi_compat(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, abi_compat$OFFSET, v);
     }

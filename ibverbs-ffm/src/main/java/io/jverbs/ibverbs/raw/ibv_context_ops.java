@@ -49,359 +49,683 @@ public final class ibv_context_ops {
             ValueLayout.ADDRESS.withName("_compat_detach_mcast"),
             ValueLayout.ADDRESS.withName("_compat_async_event"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 256L;
     }
 
     /** Byte offset of {@code int (*)(struct ibv_context *, struct ibv_device_attr *) _compat_query_device}. */
     public static final long _compat_query_device$OFFSET = 0L;
-    /** Reads {@code int (*)(struct ibv_context *, struct ibv_device_attr *) _compat_query_device}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_context *, struct ibv_device_attr *) _compat_query_device}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_query_device(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_query_device$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_context *, struct ibv_device_attr *) _compat_query_device}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_context *, struct ibv_device_attr *) _compat_query_device}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_query_device(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_query_device$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_context *, uint8_t, struct _compat_ibv_port_attr *) _compat_query_port}. */
     public static final long _compat_query_port$OFFSET = 8L;
-    /** Reads {@code int (*)(struct ibv_context *, uint8_t, struct _compat_ibv_port_attr *) _compat_query_port}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_context *, uint8_t, struct _compat_ibv_port_attr *) _compat_query_port}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_query_port(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_query_port$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_context *, uint8_t, struct _compat_ibv_port_attr *) _compat_query_port}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_context *, uint8_t, struct _compat_ibv_port_attr *) _compat_query_port}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_query_port(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_query_port$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_alloc_pd}. */
     public static final long _compat_alloc_pd$OFFSET = 16L;
-    /** Reads {@code void *(*)(void) _compat_alloc_pd}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_alloc_pd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_alloc_pd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_alloc_pd$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_alloc_pd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_alloc_pd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_alloc_pd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_alloc_pd$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_dealloc_pd}. */
     public static final long _compat_dealloc_pd$OFFSET = 24L;
-    /** Reads {@code void *(*)(void) _compat_dealloc_pd}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_dealloc_pd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_dealloc_pd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_dealloc_pd$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_dealloc_pd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_dealloc_pd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_dealloc_pd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_dealloc_pd$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_reg_mr}. */
     public static final long _compat_reg_mr$OFFSET = 32L;
-    /** Reads {@code void *(*)(void) _compat_reg_mr}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_reg_mr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_reg_mr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_reg_mr$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_reg_mr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_reg_mr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_reg_mr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_reg_mr$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_rereg_mr}. */
     public static final long _compat_rereg_mr$OFFSET = 40L;
-    /** Reads {@code void *(*)(void) _compat_rereg_mr}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_rereg_mr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_rereg_mr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_rereg_mr$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_rereg_mr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_rereg_mr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_rereg_mr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_rereg_mr$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_dereg_mr}. */
     public static final long _compat_dereg_mr$OFFSET = 48L;
-    /** Reads {@code void *(*)(void) _compat_dereg_mr}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_dereg_mr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_dereg_mr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_dereg_mr$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_dereg_mr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_dereg_mr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_dereg_mr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_dereg_mr$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_mw *(*)(struct ibv_pd *, enum ibv_mw_type) alloc_mw}. */
     public static final long alloc_mw$OFFSET = 56L;
-    /** Reads {@code struct ibv_mw *(*)(struct ibv_pd *, enum ibv_mw_type) alloc_mw}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_mw *(*)(struct ibv_pd *, enum ibv_mw_type) alloc_mw}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment alloc_mw(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, alloc_mw$OFFSET);
     }
-    /** Writes {@code struct ibv_mw *(*)(struct ibv_pd *, enum ibv_mw_type) alloc_mw}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_mw *(*)(struct ibv_pd *, enum ibv_mw_type) alloc_mw}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void alloc_mw(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, alloc_mw$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_qp *, struct ibv_mw *, struct ibv_mw_bind *) bind_mw}. */
     public static final long bind_mw$OFFSET = 64L;
-    /** Reads {@code int (*)(struct ibv_qp *, struct ibv_mw *, struct ibv_mw_bind *) bind_mw}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_qp *, struct ibv_mw *, struct ibv_mw_bind *) bind_mw}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment bind_mw(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, bind_mw$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_qp *, struct ibv_mw *, struct ibv_mw_bind *) bind_mw}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_qp *, struct ibv_mw *, struct ibv_mw_bind *) bind_mw}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void bind_mw(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, bind_mw$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_mw *) dealloc_mw}. */
     public static final long dealloc_mw$OFFSET = 72L;
-    /** Reads {@code int (*)(struct ibv_mw *) dealloc_mw}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_mw *) dealloc_mw}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment dealloc_mw(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, dealloc_mw$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_mw *) dealloc_mw}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_mw *) dealloc_mw}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void dealloc_mw(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, dealloc_mw$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_create_cq}. */
     public static final long _compat_create_cq$OFFSET = 80L;
-    /** Reads {@code void *(*)(void) _compat_create_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_create_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_create_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_create_cq$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_create_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_create_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_create_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_create_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_cq *, int, struct ibv_wc *) poll_cq}. */
     public static final long poll_cq$OFFSET = 88L;
-    /** Reads {@code int (*)(struct ibv_cq *, int, struct ibv_wc *) poll_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_cq *, int, struct ibv_wc *) poll_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment poll_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, poll_cq$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_cq *, int, struct ibv_wc *) poll_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_cq *, int, struct ibv_wc *) poll_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void poll_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, poll_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_cq *, int) req_notify_cq}. */
     public static final long req_notify_cq$OFFSET = 96L;
-    /** Reads {@code int (*)(struct ibv_cq *, int) req_notify_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_cq *, int) req_notify_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment req_notify_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, req_notify_cq$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_cq *, int) req_notify_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_cq *, int) req_notify_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void req_notify_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, req_notify_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_cq_event}. */
     public static final long _compat_cq_event$OFFSET = 104L;
-    /** Reads {@code void *(*)(void) _compat_cq_event}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_cq_event}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_cq_event(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_cq_event$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_cq_event}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_cq_event}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_cq_event(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_cq_event$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_resize_cq}. */
     public static final long _compat_resize_cq$OFFSET = 112L;
-    /** Reads {@code void *(*)(void) _compat_resize_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_resize_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_resize_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_resize_cq$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_resize_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_resize_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_resize_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_resize_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_destroy_cq}. */
     public static final long _compat_destroy_cq$OFFSET = 120L;
-    /** Reads {@code void *(*)(void) _compat_destroy_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_destroy_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_destroy_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_destroy_cq$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_destroy_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_destroy_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_destroy_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_destroy_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_create_srq}. */
     public static final long _compat_create_srq$OFFSET = 128L;
-    /** Reads {@code void *(*)(void) _compat_create_srq}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_create_srq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_create_srq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_create_srq$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_create_srq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_create_srq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_create_srq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_create_srq$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_modify_srq}. */
     public static final long _compat_modify_srq$OFFSET = 136L;
-    /** Reads {@code void *(*)(void) _compat_modify_srq}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_modify_srq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_modify_srq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_modify_srq$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_modify_srq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_modify_srq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_modify_srq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_modify_srq$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_query_srq}. */
     public static final long _compat_query_srq$OFFSET = 144L;
-    /** Reads {@code void *(*)(void) _compat_query_srq}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_query_srq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_query_srq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_query_srq$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_query_srq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_query_srq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_query_srq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_query_srq$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_destroy_srq}. */
     public static final long _compat_destroy_srq$OFFSET = 152L;
-    /** Reads {@code void *(*)(void) _compat_destroy_srq}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_destroy_srq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_destroy_srq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_destroy_srq$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_destroy_srq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_destroy_srq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_destroy_srq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_destroy_srq$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_srq *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_srq_recv}. */
     public static final long post_srq_recv$OFFSET = 160L;
-    /** Reads {@code int (*)(struct ibv_srq *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_srq_recv}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_srq *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_srq_recv}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment post_srq_recv(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, post_srq_recv$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_srq *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_srq_recv}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_srq *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_srq_recv}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void post_srq_recv(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, post_srq_recv$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_create_qp}. */
     public static final long _compat_create_qp$OFFSET = 168L;
-    /** Reads {@code void *(*)(void) _compat_create_qp}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_create_qp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_create_qp(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_create_qp$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_create_qp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_create_qp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_create_qp(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_create_qp$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_query_qp}. */
     public static final long _compat_query_qp$OFFSET = 176L;
-    /** Reads {@code void *(*)(void) _compat_query_qp}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_query_qp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_query_qp(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_query_qp$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_query_qp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_query_qp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_query_qp(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_query_qp$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_modify_qp}. */
     public static final long _compat_modify_qp$OFFSET = 184L;
-    /** Reads {@code void *(*)(void) _compat_modify_qp}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_modify_qp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_modify_qp(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_modify_qp$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_modify_qp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_modify_qp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_modify_qp(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_modify_qp$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_destroy_qp}. */
     public static final long _compat_destroy_qp$OFFSET = 192L;
-    /** Reads {@code void *(*)(void) _compat_destroy_qp}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_destroy_qp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_destroy_qp(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_destroy_qp$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_destroy_qp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_destroy_qp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_destroy_qp(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_destroy_qp$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **) post_send}. */
     public static final long post_send$OFFSET = 200L;
-    /** Reads {@code int (*)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **) post_send}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **) post_send}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment post_send(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, post_send$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **) post_send}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_qp *, struct ibv_send_wr *, struct ibv_send_wr **) post_send}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void post_send(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, post_send$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_recv}. */
     public static final long post_recv$OFFSET = 208L;
-    /** Reads {@code int (*)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_recv}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_recv}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment post_recv(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, post_recv$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_recv}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_qp *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_recv}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void post_recv(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, post_recv$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_create_ah}. */
     public static final long _compat_create_ah$OFFSET = 216L;
-    /** Reads {@code void *(*)(void) _compat_create_ah}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_create_ah}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_create_ah(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_create_ah$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_create_ah}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_create_ah}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_create_ah(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_create_ah$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_destroy_ah}. */
     public static final long _compat_destroy_ah$OFFSET = 224L;
-    /** Reads {@code void *(*)(void) _compat_destroy_ah}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_destroy_ah}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_destroy_ah(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_destroy_ah$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_destroy_ah}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_destroy_ah}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_destroy_ah(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_destroy_ah$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_attach_mcast}. */
     public static final long _compat_attach_mcast$OFFSET = 232L;
-    /** Reads {@code void *(*)(void) _compat_attach_mcast}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_attach_mcast}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_attach_mcast(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_attach_mcast$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_attach_mcast}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_attach_mcast}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_attach_mcast(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_attach_mcast$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_detach_mcast}. */
     public static final long _compat_detach_mcast$OFFSET = 240L;
-    /** Reads {@code void *(*)(void) _compat_detach_mcast}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_detach_mcast}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_detach_mcast(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_detach_mcast$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_detach_mcast}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_detach_mcast}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_detach_mcast(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_detach_mcast$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(void) _compat_async_event}. */
     public static final long _compat_async_event$OFFSET = 248L;
-    /** Reads {@code void *(*)(void) _compat_async_event}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(void) _compat_async_event}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment _compat_async_event(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, _compat_async_event$OFFSET);
     }
-    /** Writes {@code void *(*)(void) _compat_async_event}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(void) _compat_async_event}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _compat_async_event(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, _compat_async_event$OFFSET, v);
     }

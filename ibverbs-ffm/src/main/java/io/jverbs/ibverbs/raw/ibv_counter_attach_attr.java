@@ -20,40 +20,74 @@ public final class ibv_counter_attach_attr {
             ValueLayout.JAVA_INT.withName("index"),
             ValueLayout.JAVA_INT.withName("comp_mask"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 12L;
     }
 
     /** Byte offset of {@code enum ibv_counter_description counter_desc}. */
     public static final long counter_desc$OFFSET = 0L;
-    /** Reads {@code enum ibv_counter_description counter_desc}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_counter_description counter_desc}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int counter_desc(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, counter_desc$OFFSET);
     }
-    /** Writes {@code enum ibv_counter_description counter_desc}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_counter_description counter_desc}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void counter_desc(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, counter_desc$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t index}. */
     public static final long index$OFFSET = 4L;
-    /** Reads {@code uint32_t index}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t index}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int index(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, index$OFFSET);
     }
-    /** Writes {@code uint32_t index}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t index}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void index(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, index$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 8L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }

@@ -26,98 +26,182 @@ public final class ibv_cq {
             ValueLayout.JAVA_INT.withName("comp_events_completed"),
             ValueLayout.JAVA_INT.withName("async_events_completed"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 128L;
     }
 
     /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 0L;
-    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
-    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_comp_channel * channel}. */
     public static final long channel$OFFSET = 8L;
-    /** Reads {@code struct ibv_comp_channel * channel}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_comp_channel * channel}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment channel(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, channel$OFFSET);
     }
-    /** Writes {@code struct ibv_comp_channel * channel}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_comp_channel * channel}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void channel(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, channel$OFFSET, v);
     }
 
     /** Byte offset of {@code void * cq_context}. */
     public static final long cq_context$OFFSET = 16L;
-    /** Reads {@code void * cq_context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * cq_context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment cq_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, cq_context$OFFSET);
     }
-    /** Writes {@code void * cq_context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * cq_context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void cq_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, cq_context$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t handle}. */
     public static final long handle$OFFSET = 24L;
-    /** Reads {@code uint32_t handle}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int handle(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, handle$OFFSET);
     }
-    /** Writes {@code uint32_t handle}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void handle(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, handle$OFFSET, v);
     }
 
     /** Byte offset of {@code int cqe}. */
     public static final long cqe$OFFSET = 28L;
-    /** Reads {@code int cqe}. @param s the struct @return the value */
+    /**
+     * Reads {@code int cqe}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int cqe(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, cqe$OFFSET);
     }
-    /** Writes {@code int cqe}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int cqe}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void cqe(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, cqe$OFFSET, v);
     }
 
     /** Byte offset of {@code pthread_mutex_t mutex}. */
     public static final long mutex$OFFSET = 32L;
-    /** {@code pthread_mutex_t mutex}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code pthread_mutex_t mutex}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment mutex(MemorySegment s) {
         return s.asSlice(mutex$OFFSET, 40L);
     }
 
     /** Byte offset of {@code pthread_cond_t cond}. */
     public static final long cond$OFFSET = 72L;
-    /** {@code pthread_cond_t cond}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code pthread_cond_t cond}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment cond(MemorySegment s) {
         return s.asSlice(cond$OFFSET, 48L);
     }
 
     /** Byte offset of {@code uint32_t comp_events_completed}. */
     public static final long comp_events_completed$OFFSET = 120L;
-    /** Reads {@code uint32_t comp_events_completed}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_events_completed}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_events_completed(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_events_completed$OFFSET);
     }
-    /** Writes {@code uint32_t comp_events_completed}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_events_completed}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_events_completed(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_events_completed$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t async_events_completed}. */
     public static final long async_events_completed$OFFSET = 124L;
-    /** Reads {@code uint32_t async_events_completed}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t async_events_completed}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int async_events_completed(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, async_events_completed$OFFSET);
     }
-    /** Writes {@code uint32_t async_events_completed}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t async_events_completed}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void async_events_completed(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, async_events_completed$OFFSET, v);
     }

@@ -47,329 +47,623 @@ public final class ibv_cq_ex {
             ValueLayout.ADDRESS.withName("read_tm_info"),
             ValueLayout.ADDRESS.withName("read_completion_wallclock_ns"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 288L;
     }
 
     /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 0L;
-    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
-    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_comp_channel * channel}. */
     public static final long channel$OFFSET = 8L;
-    /** Reads {@code struct ibv_comp_channel * channel}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_comp_channel * channel}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment channel(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, channel$OFFSET);
     }
-    /** Writes {@code struct ibv_comp_channel * channel}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_comp_channel * channel}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void channel(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, channel$OFFSET, v);
     }
 
     /** Byte offset of {@code void * cq_context}. */
     public static final long cq_context$OFFSET = 16L;
-    /** Reads {@code void * cq_context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * cq_context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment cq_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, cq_context$OFFSET);
     }
-    /** Writes {@code void * cq_context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * cq_context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void cq_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, cq_context$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t handle}. */
     public static final long handle$OFFSET = 24L;
-    /** Reads {@code uint32_t handle}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int handle(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, handle$OFFSET);
     }
-    /** Writes {@code uint32_t handle}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void handle(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, handle$OFFSET, v);
     }
 
     /** Byte offset of {@code int cqe}. */
     public static final long cqe$OFFSET = 28L;
-    /** Reads {@code int cqe}. @param s the struct @return the value */
+    /**
+     * Reads {@code int cqe}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int cqe(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, cqe$OFFSET);
     }
-    /** Writes {@code int cqe}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int cqe}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void cqe(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, cqe$OFFSET, v);
     }
 
     /** Byte offset of {@code pthread_mutex_t mutex}. */
     public static final long mutex$OFFSET = 32L;
-    /** {@code pthread_mutex_t mutex}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code pthread_mutex_t mutex}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment mutex(MemorySegment s) {
         return s.asSlice(mutex$OFFSET, 40L);
     }
 
     /** Byte offset of {@code pthread_cond_t cond}. */
     public static final long cond$OFFSET = 72L;
-    /** {@code pthread_cond_t cond}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code pthread_cond_t cond}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment cond(MemorySegment s) {
         return s.asSlice(cond$OFFSET, 48L);
     }
 
     /** Byte offset of {@code uint32_t comp_events_completed}. */
     public static final long comp_events_completed$OFFSET = 120L;
-    /** Reads {@code uint32_t comp_events_completed}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_events_completed}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_events_completed(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_events_completed$OFFSET);
     }
-    /** Writes {@code uint32_t comp_events_completed}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_events_completed}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_events_completed(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_events_completed$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t async_events_completed}. */
     public static final long async_events_completed$OFFSET = 124L;
-    /** Reads {@code uint32_t async_events_completed}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t async_events_completed}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int async_events_completed(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, async_events_completed$OFFSET);
     }
-    /** Writes {@code uint32_t async_events_completed}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t async_events_completed}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void async_events_completed(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, async_events_completed$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 128L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_wc_status status}. */
     public static final long status$OFFSET = 132L;
-    /** Reads {@code enum ibv_wc_status status}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_wc_status status}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int status(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, status$OFFSET);
     }
-    /** Writes {@code enum ibv_wc_status status}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_wc_status status}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void status(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, status$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t wr_id}. */
     public static final long wr_id$OFFSET = 136L;
-    /** Reads {@code uint64_t wr_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t wr_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long wr_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, wr_id$OFFSET);
     }
-    /** Writes {@code uint64_t wr_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t wr_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_id(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, wr_id$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_cq_ex *, struct ibv_poll_cq_attr *) start_poll}. */
     public static final long start_poll$OFFSET = 144L;
-    /** Reads {@code int (*)(struct ibv_cq_ex *, struct ibv_poll_cq_attr *) start_poll}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_cq_ex *, struct ibv_poll_cq_attr *) start_poll}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment start_poll(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, start_poll$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_cq_ex *, struct ibv_poll_cq_attr *) start_poll}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_cq_ex *, struct ibv_poll_cq_attr *) start_poll}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void start_poll(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, start_poll$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_cq_ex *) next_poll}. */
     public static final long next_poll$OFFSET = 152L;
-    /** Reads {@code int (*)(struct ibv_cq_ex *) next_poll}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_cq_ex *) next_poll}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment next_poll(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, next_poll$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_cq_ex *) next_poll}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_cq_ex *) next_poll}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void next_poll(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, next_poll$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_cq_ex *) end_poll}. */
     public static final long end_poll$OFFSET = 160L;
-    /** Reads {@code void (*)(struct ibv_cq_ex *) end_poll}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_cq_ex *) end_poll}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment end_poll(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, end_poll$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_cq_ex *) end_poll}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_cq_ex *) end_poll}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void end_poll(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, end_poll$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_wc_opcode (*)(struct ibv_cq_ex *) read_opcode}. */
     public static final long read_opcode$OFFSET = 168L;
-    /** Reads {@code enum ibv_wc_opcode (*)(struct ibv_cq_ex *) read_opcode}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_wc_opcode (*)(struct ibv_cq_ex *) read_opcode}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_opcode(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_opcode$OFFSET);
     }
-    /** Writes {@code enum ibv_wc_opcode (*)(struct ibv_cq_ex *) read_opcode}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_wc_opcode (*)(struct ibv_cq_ex *) read_opcode}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_opcode(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_opcode$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t (*)(struct ibv_cq_ex *) read_vendor_err}. */
     public static final long read_vendor_err$OFFSET = 176L;
-    /** Reads {@code uint32_t (*)(struct ibv_cq_ex *) read_vendor_err}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t (*)(struct ibv_cq_ex *) read_vendor_err}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_vendor_err(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_vendor_err$OFFSET);
     }
-    /** Writes {@code uint32_t (*)(struct ibv_cq_ex *) read_vendor_err}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t (*)(struct ibv_cq_ex *) read_vendor_err}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_vendor_err(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_vendor_err$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t (*)(struct ibv_cq_ex *) read_byte_len}. */
     public static final long read_byte_len$OFFSET = 184L;
-    /** Reads {@code uint32_t (*)(struct ibv_cq_ex *) read_byte_len}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t (*)(struct ibv_cq_ex *) read_byte_len}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_byte_len(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_byte_len$OFFSET);
     }
-    /** Writes {@code uint32_t (*)(struct ibv_cq_ex *) read_byte_len}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t (*)(struct ibv_cq_ex *) read_byte_len}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_byte_len(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_byte_len$OFFSET, v);
     }
 
     /** Byte offset of {@code __be32 (*)(struct ibv_cq_ex *) read_imm_data}. */
     public static final long read_imm_data$OFFSET = 192L;
-    /** Reads {@code __be32 (*)(struct ibv_cq_ex *) read_imm_data}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be32 (*)(struct ibv_cq_ex *) read_imm_data}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_imm_data(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_imm_data$OFFSET);
     }
-    /** Writes {@code __be32 (*)(struct ibv_cq_ex *) read_imm_data}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be32 (*)(struct ibv_cq_ex *) read_imm_data}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_imm_data(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_imm_data$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t (*)(struct ibv_cq_ex *) read_qp_num}. */
     public static final long read_qp_num$OFFSET = 200L;
-    /** Reads {@code uint32_t (*)(struct ibv_cq_ex *) read_qp_num}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t (*)(struct ibv_cq_ex *) read_qp_num}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_qp_num(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_qp_num$OFFSET);
     }
-    /** Writes {@code uint32_t (*)(struct ibv_cq_ex *) read_qp_num}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t (*)(struct ibv_cq_ex *) read_qp_num}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_qp_num(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_qp_num$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t (*)(struct ibv_cq_ex *) read_src_qp}. */
     public static final long read_src_qp$OFFSET = 208L;
-    /** Reads {@code uint32_t (*)(struct ibv_cq_ex *) read_src_qp}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t (*)(struct ibv_cq_ex *) read_src_qp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_src_qp(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_src_qp$OFFSET);
     }
-    /** Writes {@code uint32_t (*)(struct ibv_cq_ex *) read_src_qp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t (*)(struct ibv_cq_ex *) read_src_qp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_src_qp(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_src_qp$OFFSET, v);
     }
 
     /** Byte offset of {@code unsigned int (*)(struct ibv_cq_ex *) read_wc_flags}. */
     public static final long read_wc_flags$OFFSET = 216L;
-    /** Reads {@code unsigned int (*)(struct ibv_cq_ex *) read_wc_flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code unsigned int (*)(struct ibv_cq_ex *) read_wc_flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_wc_flags(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_wc_flags$OFFSET);
     }
-    /** Writes {@code unsigned int (*)(struct ibv_cq_ex *) read_wc_flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code unsigned int (*)(struct ibv_cq_ex *) read_wc_flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_wc_flags(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_wc_flags$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t (*)(struct ibv_cq_ex *) read_slid}. */
     public static final long read_slid$OFFSET = 224L;
-    /** Reads {@code uint32_t (*)(struct ibv_cq_ex *) read_slid}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t (*)(struct ibv_cq_ex *) read_slid}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_slid(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_slid$OFFSET);
     }
-    /** Writes {@code uint32_t (*)(struct ibv_cq_ex *) read_slid}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t (*)(struct ibv_cq_ex *) read_slid}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_slid(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_slid$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t (*)(struct ibv_cq_ex *) read_sl}. */
     public static final long read_sl$OFFSET = 232L;
-    /** Reads {@code uint8_t (*)(struct ibv_cq_ex *) read_sl}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t (*)(struct ibv_cq_ex *) read_sl}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_sl(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_sl$OFFSET);
     }
-    /** Writes {@code uint8_t (*)(struct ibv_cq_ex *) read_sl}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t (*)(struct ibv_cq_ex *) read_sl}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_sl(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_sl$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t (*)(struct ibv_cq_ex *) read_dlid_path_bits}. */
     public static final long read_dlid_path_bits$OFFSET = 240L;
-    /** Reads {@code uint8_t (*)(struct ibv_cq_ex *) read_dlid_path_bits}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t (*)(struct ibv_cq_ex *) read_dlid_path_bits}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_dlid_path_bits(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_dlid_path_bits$OFFSET);
     }
-    /** Writes {@code uint8_t (*)(struct ibv_cq_ex *) read_dlid_path_bits}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t (*)(struct ibv_cq_ex *) read_dlid_path_bits}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_dlid_path_bits(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_dlid_path_bits$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t (*)(struct ibv_cq_ex *) read_completion_ts}. */
     public static final long read_completion_ts$OFFSET = 248L;
-    /** Reads {@code uint64_t (*)(struct ibv_cq_ex *) read_completion_ts}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t (*)(struct ibv_cq_ex *) read_completion_ts}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_completion_ts(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_completion_ts$OFFSET);
     }
-    /** Writes {@code uint64_t (*)(struct ibv_cq_ex *) read_completion_ts}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t (*)(struct ibv_cq_ex *) read_completion_ts}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_completion_ts(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_completion_ts$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t (*)(struct ibv_cq_ex *) read_cvlan}. */
     public static final long read_cvlan$OFFSET = 256L;
-    /** Reads {@code uint16_t (*)(struct ibv_cq_ex *) read_cvlan}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t (*)(struct ibv_cq_ex *) read_cvlan}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_cvlan(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_cvlan$OFFSET);
     }
-    /** Writes {@code uint16_t (*)(struct ibv_cq_ex *) read_cvlan}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t (*)(struct ibv_cq_ex *) read_cvlan}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_cvlan(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_cvlan$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t (*)(struct ibv_cq_ex *) read_flow_tag}. */
     public static final long read_flow_tag$OFFSET = 264L;
-    /** Reads {@code uint32_t (*)(struct ibv_cq_ex *) read_flow_tag}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t (*)(struct ibv_cq_ex *) read_flow_tag}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_flow_tag(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_flow_tag$OFFSET);
     }
-    /** Writes {@code uint32_t (*)(struct ibv_cq_ex *) read_flow_tag}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t (*)(struct ibv_cq_ex *) read_flow_tag}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_flow_tag(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_flow_tag$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_cq_ex *, struct ibv_wc_tm_info *) read_tm_info}. */
     public static final long read_tm_info$OFFSET = 272L;
-    /** Reads {@code void (*)(struct ibv_cq_ex *, struct ibv_wc_tm_info *) read_tm_info}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_cq_ex *, struct ibv_wc_tm_info *) read_tm_info}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_tm_info(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_tm_info$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_cq_ex *, struct ibv_wc_tm_info *) read_tm_info}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_cq_ex *, struct ibv_wc_tm_info *) read_tm_info}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_tm_info(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_tm_info$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t (*)(struct ibv_cq_ex *) read_completion_wallclock_ns}. */
     public static final long read_completion_wallclock_ns$OFFSET = 280L;
-    /** Reads {@code uint64_t (*)(struct ibv_cq_ex *) read_completion_wallclock_ns}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t (*)(struct ibv_cq_ex *) read_completion_wallclock_ns}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_completion_wallclock_ns(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_completion_wallclock_ns$OFFSET);
     }
-    /** Writes {@code uint64_t (*)(struct ibv_cq_ex *) read_completion_wallclock_ns}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t (*)(struct ibv_cq_ex *) read_completion_wallclock_ns}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_completion_wallclock_ns(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_completion_wallclock_ns$OFFSET, v);
     }

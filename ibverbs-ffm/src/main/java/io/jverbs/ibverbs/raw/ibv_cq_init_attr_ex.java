@@ -27,95 +27,179 @@ public final class ibv_cq_init_attr_ex {
             ValueLayout.JAVA_INT.withName("flags"),
             ValueLayout.ADDRESS.withName("parent_domain"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 56L;
     }
 
     /** Byte offset of {@code uint32_t cqe}. */
     public static final long cqe$OFFSET = 0L;
-    /** Reads {@code uint32_t cqe}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t cqe}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int cqe(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, cqe$OFFSET);
     }
-    /** Writes {@code uint32_t cqe}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t cqe}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void cqe(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, cqe$OFFSET, v);
     }
 
     /** Byte offset of {@code void * cq_context}. */
     public static final long cq_context$OFFSET = 8L;
-    /** Reads {@code void * cq_context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * cq_context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment cq_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, cq_context$OFFSET);
     }
-    /** Writes {@code void * cq_context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * cq_context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void cq_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, cq_context$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_comp_channel * channel}. */
     public static final long channel$OFFSET = 16L;
-    /** Reads {@code struct ibv_comp_channel * channel}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_comp_channel * channel}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment channel(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, channel$OFFSET);
     }
-    /** Writes {@code struct ibv_comp_channel * channel}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_comp_channel * channel}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void channel(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, channel$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t comp_vector}. */
     public static final long comp_vector$OFFSET = 24L;
-    /** Reads {@code uint32_t comp_vector}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_vector}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_vector(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_vector$OFFSET);
     }
-    /** Writes {@code uint32_t comp_vector}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_vector}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_vector(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_vector$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t wc_flags}. */
     public static final long wc_flags$OFFSET = 32L;
-    /** Reads {@code uint64_t wc_flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t wc_flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long wc_flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, wc_flags$OFFSET);
     }
-    /** Writes {@code uint64_t wc_flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t wc_flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wc_flags(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, wc_flags$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 40L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t flags}. */
     public static final long flags$OFFSET = 44L;
-    /** Reads {@code uint32_t flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, flags$OFFSET);
     }
-    /** Writes {@code uint32_t flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, flags$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_pd * parent_domain}. */
     public static final long parent_domain$OFFSET = 48L;
-    /** Reads {@code struct ibv_pd * parent_domain}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_pd * parent_domain}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment parent_domain(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, parent_domain$OFFSET);
     }
-    /** Writes {@code struct ibv_pd * parent_domain}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_pd * parent_domain}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void parent_domain(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, parent_domain$OFFSET, v);
     }

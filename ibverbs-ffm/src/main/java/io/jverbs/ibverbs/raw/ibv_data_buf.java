@@ -19,29 +19,53 @@ public final class ibv_data_buf {
             ValueLayout.ADDRESS.withName("addr"),
             ValueLayout.JAVA_LONG.withName("length"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code void * addr}. */
     public static final long addr$OFFSET = 0L;
-    /** Reads {@code void * addr}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * addr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment addr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, addr$OFFSET);
     }
-    /** Writes {@code void * addr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * addr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void addr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, addr$OFFSET, v);
     }
 
     /** Byte offset of {@code size_t length}. */
     public static final long length$OFFSET = 8L;
-    /** Reads {@code size_t length}. @param s the struct @return the value */
+    /**
+     * Reads {@code size_t length}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long length(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, length$OFFSET);
     }
-    /** Writes {@code size_t length}. @param s the struct @param v the value */
+    /**
+     * Writes {@code size_t length}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void length(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, length$OFFSET, v);
     }

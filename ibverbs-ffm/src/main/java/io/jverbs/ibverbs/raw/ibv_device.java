@@ -25,96 +25,193 @@ public final class ibv_device {
             MemoryLayout.sequenceLayout(256, ValueLayout.JAVA_BYTE).withName("dev_path"),
             MemoryLayout.sequenceLayout(256, ValueLayout.JAVA_BYTE).withName("ibdev_path"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 664L;
     }
 
     /** Byte offset of {@code struct _ibv_device_ops _ops}. */
     public static final long _ops$OFFSET = 0L;
-    /** {@code struct _ibv_device_ops _ops}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct _ibv_device_ops _ops}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment _ops(MemorySegment s) {
         return s.asSlice(_ops$OFFSET, 16L);
     }
 
     /** Byte offset of {@code enum ibv_node_type node_type}. */
     public static final long node_type$OFFSET = 16L;
-    /** Reads {@code enum ibv_node_type node_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_node_type node_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int node_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, node_type$OFFSET);
     }
-    /** Writes {@code enum ibv_node_type node_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_node_type node_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void node_type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, node_type$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_transport_type transport_type}. */
     public static final long transport_type$OFFSET = 20L;
-    /** Reads {@code enum ibv_transport_type transport_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_transport_type transport_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int transport_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, transport_type$OFFSET);
     }
-    /** Writes {@code enum ibv_transport_type transport_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_transport_type transport_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void transport_type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, transport_type$OFFSET, v);
     }
 
     /** Byte offset of {@code char[64] name}. */
     public static final long name$OFFSET = 24L;
-    /** {@code char[64] name}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code char[64] name}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment name(MemorySegment s) {
         return s.asSlice(name$OFFSET, 64L);
     }
-    /** Reads element {@code index} of {@code char[64] name}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code char[64] name}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte name(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, name$OFFSET + Objects.checkIndex(index, 64L) * 1L);
     }
-    /** Writes element {@code index} of {@code char[64] name}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code char[64] name}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void name(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, name$OFFSET + Objects.checkIndex(index, 64L) * 1L, v);
     }
 
     /** Byte offset of {@code char[64] dev_name}. */
     public static final long dev_name$OFFSET = 88L;
-    /** {@code char[64] dev_name}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code char[64] dev_name}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment dev_name(MemorySegment s) {
         return s.asSlice(dev_name$OFFSET, 64L);
     }
-    /** Reads element {@code index} of {@code char[64] dev_name}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code char[64] dev_name}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte dev_name(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, dev_name$OFFSET + Objects.checkIndex(index, 64L) * 1L);
     }
-    /** Writes element {@code index} of {@code char[64] dev_name}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code char[64] dev_name}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void dev_name(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, dev_name$OFFSET + Objects.checkIndex(index, 64L) * 1L, v);
     }
 
     /** Byte offset of {@code char[256] dev_path}. */
     public static final long dev_path$OFFSET = 152L;
-    /** {@code char[256] dev_path}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code char[256] dev_path}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment dev_path(MemorySegment s) {
         return s.asSlice(dev_path$OFFSET, 256L);
     }
-    /** Reads element {@code index} of {@code char[256] dev_path}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code char[256] dev_path}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte dev_path(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, dev_path$OFFSET + Objects.checkIndex(index, 256L) * 1L);
     }
-    /** Writes element {@code index} of {@code char[256] dev_path}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code char[256] dev_path}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void dev_path(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, dev_path$OFFSET + Objects.checkIndex(index, 256L) * 1L, v);
     }
 
     /** Byte offset of {@code char[256] ibdev_path}. */
     public static final long ibdev_path$OFFSET = 408L;
-    /** {@code char[256] ibdev_path}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code char[256] ibdev_path}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment ibdev_path(MemorySegment s) {
         return s.asSlice(ibdev_path$OFFSET, 256L);
     }
-    /** Reads element {@code index} of {@code char[256] ibdev_path}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code char[256] ibdev_path}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte ibdev_path(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, ibdev_path$OFFSET + Objects.checkIndex(index, 256L) * 1L);
     }
-    /** Writes element {@code index} of {@code char[256] ibdev_path}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code char[256] ibdev_path}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void ibdev_path(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, ibdev_path$OFFSET + Objects.checkIndex(index, 256L) * 1L, v);
     }

@@ -59,451 +59,862 @@ public final class ibv_device_attr {
             ValueLayout.JAVA_BYTE.withName("phys_port_cnt"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 232L;
     }
 
     /** Byte offset of {@code char[64] fw_ver}. */
     public static final long fw_ver$OFFSET = 0L;
-    /** {@code char[64] fw_ver}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code char[64] fw_ver}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment fw_ver(MemorySegment s) {
         return s.asSlice(fw_ver$OFFSET, 64L);
     }
-    /** Reads element {@code index} of {@code char[64] fw_ver}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code char[64] fw_ver}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte fw_ver(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, fw_ver$OFFSET + Objects.checkIndex(index, 64L) * 1L);
     }
-    /** Writes element {@code index} of {@code char[64] fw_ver}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code char[64] fw_ver}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void fw_ver(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, fw_ver$OFFSET + Objects.checkIndex(index, 64L) * 1L, v);
     }
 
     /** Byte offset of {@code __be64 node_guid}. */
     public static final long node_guid$OFFSET = 64L;
-    /** Reads {@code __be64 node_guid}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be64 node_guid}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long node_guid(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, node_guid$OFFSET);
     }
-    /** Writes {@code __be64 node_guid}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be64 node_guid}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void node_guid(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, node_guid$OFFSET, v);
     }
 
     /** Byte offset of {@code __be64 sys_image_guid}. */
     public static final long sys_image_guid$OFFSET = 72L;
-    /** Reads {@code __be64 sys_image_guid}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be64 sys_image_guid}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long sys_image_guid(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, sys_image_guid$OFFSET);
     }
-    /** Writes {@code __be64 sys_image_guid}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be64 sys_image_guid}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sys_image_guid(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, sys_image_guid$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t max_mr_size}. */
     public static final long max_mr_size$OFFSET = 80L;
-    /** Reads {@code uint64_t max_mr_size}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t max_mr_size}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long max_mr_size(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, max_mr_size$OFFSET);
     }
-    /** Writes {@code uint64_t max_mr_size}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t max_mr_size}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_mr_size(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, max_mr_size$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t page_size_cap}. */
     public static final long page_size_cap$OFFSET = 88L;
-    /** Reads {@code uint64_t page_size_cap}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t page_size_cap}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long page_size_cap(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, page_size_cap$OFFSET);
     }
-    /** Writes {@code uint64_t page_size_cap}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t page_size_cap}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void page_size_cap(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, page_size_cap$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t vendor_id}. */
     public static final long vendor_id$OFFSET = 96L;
-    /** Reads {@code uint32_t vendor_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t vendor_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int vendor_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, vendor_id$OFFSET);
     }
-    /** Writes {@code uint32_t vendor_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t vendor_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void vendor_id(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, vendor_id$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t vendor_part_id}. */
     public static final long vendor_part_id$OFFSET = 100L;
-    /** Reads {@code uint32_t vendor_part_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t vendor_part_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int vendor_part_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, vendor_part_id$OFFSET);
     }
-    /** Writes {@code uint32_t vendor_part_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t vendor_part_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void vendor_part_id(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, vendor_part_id$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t hw_ver}. */
     public static final long hw_ver$OFFSET = 104L;
-    /** Reads {@code uint32_t hw_ver}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t hw_ver}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int hw_ver(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, hw_ver$OFFSET);
     }
-    /** Writes {@code uint32_t hw_ver}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t hw_ver}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void hw_ver(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, hw_ver$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_qp}. */
     public static final long max_qp$OFFSET = 108L;
-    /** Reads {@code int max_qp}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_qp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_qp(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_qp$OFFSET);
     }
-    /** Writes {@code int max_qp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_qp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_qp(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_qp$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_qp_wr}. */
     public static final long max_qp_wr$OFFSET = 112L;
-    /** Reads {@code int max_qp_wr}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_qp_wr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_qp_wr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_qp_wr$OFFSET);
     }
-    /** Writes {@code int max_qp_wr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_qp_wr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_qp_wr(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_qp_wr$OFFSET, v);
     }
 
     /** Byte offset of {@code unsigned int device_cap_flags}. */
     public static final long device_cap_flags$OFFSET = 116L;
-    /** Reads {@code unsigned int device_cap_flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code unsigned int device_cap_flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int device_cap_flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, device_cap_flags$OFFSET);
     }
-    /** Writes {@code unsigned int device_cap_flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code unsigned int device_cap_flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void device_cap_flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, device_cap_flags$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_sge}. */
     public static final long max_sge$OFFSET = 120L;
-    /** Reads {@code int max_sge}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_sge}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_sge(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_sge$OFFSET);
     }
-    /** Writes {@code int max_sge}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_sge}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_sge(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_sge$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_sge_rd}. */
     public static final long max_sge_rd$OFFSET = 124L;
-    /** Reads {@code int max_sge_rd}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_sge_rd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_sge_rd(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_sge_rd$OFFSET);
     }
-    /** Writes {@code int max_sge_rd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_sge_rd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_sge_rd(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_sge_rd$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_cq}. */
     public static final long max_cq$OFFSET = 128L;
-    /** Reads {@code int max_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_cq(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_cq$OFFSET);
     }
-    /** Writes {@code int max_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_cq(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_cqe}. */
     public static final long max_cqe$OFFSET = 132L;
-    /** Reads {@code int max_cqe}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_cqe}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_cqe(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_cqe$OFFSET);
     }
-    /** Writes {@code int max_cqe}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_cqe}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_cqe(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_cqe$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_mr}. */
     public static final long max_mr$OFFSET = 136L;
-    /** Reads {@code int max_mr}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_mr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_mr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_mr$OFFSET);
     }
-    /** Writes {@code int max_mr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_mr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_mr(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_mr$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_pd}. */
     public static final long max_pd$OFFSET = 140L;
-    /** Reads {@code int max_pd}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_pd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_pd(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_pd$OFFSET);
     }
-    /** Writes {@code int max_pd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_pd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_pd(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_pd$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_qp_rd_atom}. */
     public static final long max_qp_rd_atom$OFFSET = 144L;
-    /** Reads {@code int max_qp_rd_atom}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_qp_rd_atom}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_qp_rd_atom(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_qp_rd_atom$OFFSET);
     }
-    /** Writes {@code int max_qp_rd_atom}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_qp_rd_atom}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_qp_rd_atom(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_qp_rd_atom$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_ee_rd_atom}. */
     public static final long max_ee_rd_atom$OFFSET = 148L;
-    /** Reads {@code int max_ee_rd_atom}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_ee_rd_atom}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_ee_rd_atom(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_ee_rd_atom$OFFSET);
     }
-    /** Writes {@code int max_ee_rd_atom}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_ee_rd_atom}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_ee_rd_atom(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_ee_rd_atom$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_res_rd_atom}. */
     public static final long max_res_rd_atom$OFFSET = 152L;
-    /** Reads {@code int max_res_rd_atom}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_res_rd_atom}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_res_rd_atom(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_res_rd_atom$OFFSET);
     }
-    /** Writes {@code int max_res_rd_atom}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_res_rd_atom}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_res_rd_atom(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_res_rd_atom$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_qp_init_rd_atom}. */
     public static final long max_qp_init_rd_atom$OFFSET = 156L;
-    /** Reads {@code int max_qp_init_rd_atom}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_qp_init_rd_atom}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_qp_init_rd_atom(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_qp_init_rd_atom$OFFSET);
     }
-    /** Writes {@code int max_qp_init_rd_atom}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_qp_init_rd_atom}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_qp_init_rd_atom(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_qp_init_rd_atom$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_ee_init_rd_atom}. */
     public static final long max_ee_init_rd_atom$OFFSET = 160L;
-    /** Reads {@code int max_ee_init_rd_atom}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_ee_init_rd_atom}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_ee_init_rd_atom(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_ee_init_rd_atom$OFFSET);
     }
-    /** Writes {@code int max_ee_init_rd_atom}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_ee_init_rd_atom}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_ee_init_rd_atom(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_ee_init_rd_atom$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_atomic_cap atomic_cap}. */
     public static final long atomic_cap$OFFSET = 164L;
-    /** Reads {@code enum ibv_atomic_cap atomic_cap}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_atomic_cap atomic_cap}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int atomic_cap(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, atomic_cap$OFFSET);
     }
-    /** Writes {@code enum ibv_atomic_cap atomic_cap}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_atomic_cap atomic_cap}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void atomic_cap(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, atomic_cap$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_ee}. */
     public static final long max_ee$OFFSET = 168L;
-    /** Reads {@code int max_ee}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_ee}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_ee(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_ee$OFFSET);
     }
-    /** Writes {@code int max_ee}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_ee}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_ee(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_ee$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_rdd}. */
     public static final long max_rdd$OFFSET = 172L;
-    /** Reads {@code int max_rdd}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_rdd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_rdd(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_rdd$OFFSET);
     }
-    /** Writes {@code int max_rdd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_rdd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_rdd(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_rdd$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_mw}. */
     public static final long max_mw$OFFSET = 176L;
-    /** Reads {@code int max_mw}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_mw}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_mw(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_mw$OFFSET);
     }
-    /** Writes {@code int max_mw}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_mw}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_mw(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_mw$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_raw_ipv6_qp}. */
     public static final long max_raw_ipv6_qp$OFFSET = 180L;
-    /** Reads {@code int max_raw_ipv6_qp}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_raw_ipv6_qp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_raw_ipv6_qp(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_raw_ipv6_qp$OFFSET);
     }
-    /** Writes {@code int max_raw_ipv6_qp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_raw_ipv6_qp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_raw_ipv6_qp(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_raw_ipv6_qp$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_raw_ethy_qp}. */
     public static final long max_raw_ethy_qp$OFFSET = 184L;
-    /** Reads {@code int max_raw_ethy_qp}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_raw_ethy_qp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_raw_ethy_qp(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_raw_ethy_qp$OFFSET);
     }
-    /** Writes {@code int max_raw_ethy_qp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_raw_ethy_qp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_raw_ethy_qp(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_raw_ethy_qp$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_mcast_grp}. */
     public static final long max_mcast_grp$OFFSET = 188L;
-    /** Reads {@code int max_mcast_grp}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_mcast_grp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_mcast_grp(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_mcast_grp$OFFSET);
     }
-    /** Writes {@code int max_mcast_grp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_mcast_grp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_mcast_grp(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_mcast_grp$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_mcast_qp_attach}. */
     public static final long max_mcast_qp_attach$OFFSET = 192L;
-    /** Reads {@code int max_mcast_qp_attach}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_mcast_qp_attach}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_mcast_qp_attach(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_mcast_qp_attach$OFFSET);
     }
-    /** Writes {@code int max_mcast_qp_attach}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_mcast_qp_attach}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_mcast_qp_attach(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_mcast_qp_attach$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_total_mcast_qp_attach}. */
     public static final long max_total_mcast_qp_attach$OFFSET = 196L;
-    /** Reads {@code int max_total_mcast_qp_attach}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_total_mcast_qp_attach}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_total_mcast_qp_attach(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_total_mcast_qp_attach$OFFSET);
     }
-    /** Writes {@code int max_total_mcast_qp_attach}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_total_mcast_qp_attach}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_total_mcast_qp_attach(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_total_mcast_qp_attach$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_ah}. */
     public static final long max_ah$OFFSET = 200L;
-    /** Reads {@code int max_ah}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_ah}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_ah(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_ah$OFFSET);
     }
-    /** Writes {@code int max_ah}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_ah}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_ah(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_ah$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_fmr}. */
     public static final long max_fmr$OFFSET = 204L;
-    /** Reads {@code int max_fmr}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_fmr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_fmr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_fmr$OFFSET);
     }
-    /** Writes {@code int max_fmr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_fmr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_fmr(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_fmr$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_map_per_fmr}. */
     public static final long max_map_per_fmr$OFFSET = 208L;
-    /** Reads {@code int max_map_per_fmr}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_map_per_fmr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_map_per_fmr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_map_per_fmr$OFFSET);
     }
-    /** Writes {@code int max_map_per_fmr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_map_per_fmr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_map_per_fmr(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_map_per_fmr$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_srq}. */
     public static final long max_srq$OFFSET = 212L;
-    /** Reads {@code int max_srq}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_srq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_srq(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_srq$OFFSET);
     }
-    /** Writes {@code int max_srq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_srq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_srq(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_srq$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_srq_wr}. */
     public static final long max_srq_wr$OFFSET = 216L;
-    /** Reads {@code int max_srq_wr}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_srq_wr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_srq_wr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_srq_wr$OFFSET);
     }
-    /** Writes {@code int max_srq_wr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_srq_wr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_srq_wr(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_srq_wr$OFFSET, v);
     }
 
     /** Byte offset of {@code int max_srq_sge}. */
     public static final long max_srq_sge$OFFSET = 220L;
-    /** Reads {@code int max_srq_sge}. @param s the struct @return the value */
+    /**
+     * Reads {@code int max_srq_sge}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_srq_sge(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_srq_sge$OFFSET);
     }
-    /** Writes {@code int max_srq_sge}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int max_srq_sge}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_srq_sge(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_srq_sge$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t max_pkeys}. */
     public static final long max_pkeys$OFFSET = 224L;
-    /** Reads {@code uint16_t max_pkeys}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t max_pkeys}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short max_pkeys(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, max_pkeys$OFFSET);
     }
-    /** Writes {@code uint16_t max_pkeys}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t max_pkeys}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_pkeys(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, max_pkeys$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t local_ca_ack_delay}. */
     public static final long local_ca_ack_delay$OFFSET = 226L;
-    /** Reads {@code uint8_t local_ca_ack_delay}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t local_ca_ack_delay}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte local_ca_ack_delay(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, local_ca_ack_delay$OFFSET);
     }
-    /** Writes {@code uint8_t local_ca_ack_delay}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t local_ca_ack_delay}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void local_ca_ack_delay(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, local_ca_ack_delay$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t phys_port_cnt}. */
     public static final long phys_port_cnt$OFFSET = 227L;
-    /** Reads {@code uint8_t phys_port_cnt}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t phys_port_cnt}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte phys_port_cnt(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, phys_port_cnt$OFFSET);
     }
-    /** Writes {@code uint8_t phys_port_cnt}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t phys_port_cnt}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void phys_port_cnt(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, phys_port_cnt$OFFSET, v);
     }

@@ -37,162 +37,296 @@ public final class ibv_device_attr_ex {
             ValueLayout.JAVA_INT.withName("xrc_odp_caps"),
             ValueLayout.JAVA_INT.withName("phys_port_cnt_ex"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 400L;
     }
 
     /** Byte offset of {@code struct ibv_device_attr orig_attr}. */
     public static final long orig_attr$OFFSET = 0L;
-    /** {@code struct ibv_device_attr orig_attr}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_device_attr orig_attr}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment orig_attr(MemorySegment s) {
         return s.asSlice(orig_attr$OFFSET, 232L);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 232L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_odp_caps odp_caps}. */
     public static final long odp_caps$OFFSET = 240L;
-    /** {@code struct ibv_odp_caps odp_caps}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_odp_caps odp_caps}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment odp_caps(MemorySegment s) {
         return s.asSlice(odp_caps$OFFSET, 24L);
     }
 
     /** Byte offset of {@code uint64_t completion_timestamp_mask}. */
     public static final long completion_timestamp_mask$OFFSET = 264L;
-    /** Reads {@code uint64_t completion_timestamp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t completion_timestamp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long completion_timestamp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, completion_timestamp_mask$OFFSET);
     }
-    /** Writes {@code uint64_t completion_timestamp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t completion_timestamp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void completion_timestamp_mask(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, completion_timestamp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t hca_core_clock}. */
     public static final long hca_core_clock$OFFSET = 272L;
-    /** Reads {@code uint64_t hca_core_clock}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t hca_core_clock}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long hca_core_clock(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, hca_core_clock$OFFSET);
     }
-    /** Writes {@code uint64_t hca_core_clock}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t hca_core_clock}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void hca_core_clock(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, hca_core_clock$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t device_cap_flags_ex}. */
     public static final long device_cap_flags_ex$OFFSET = 280L;
-    /** Reads {@code uint64_t device_cap_flags_ex}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t device_cap_flags_ex}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long device_cap_flags_ex(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, device_cap_flags_ex$OFFSET);
     }
-    /** Writes {@code uint64_t device_cap_flags_ex}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t device_cap_flags_ex}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void device_cap_flags_ex(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, device_cap_flags_ex$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_tso_caps tso_caps}. */
     public static final long tso_caps$OFFSET = 288L;
-    /** {@code struct ibv_tso_caps tso_caps}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_tso_caps tso_caps}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment tso_caps(MemorySegment s) {
         return s.asSlice(tso_caps$OFFSET, 8L);
     }
 
     /** Byte offset of {@code struct ibv_rss_caps rss_caps}. */
     public static final long rss_caps$OFFSET = 296L;
-    /** {@code struct ibv_rss_caps rss_caps}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_rss_caps rss_caps}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment rss_caps(MemorySegment s) {
         return s.asSlice(rss_caps$OFFSET, 32L);
     }
 
     /** Byte offset of {@code uint32_t max_wq_type_rq}. */
     public static final long max_wq_type_rq$OFFSET = 328L;
-    /** Reads {@code uint32_t max_wq_type_rq}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_wq_type_rq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_wq_type_rq(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_wq_type_rq$OFFSET);
     }
-    /** Writes {@code uint32_t max_wq_type_rq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_wq_type_rq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_wq_type_rq(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_wq_type_rq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_packet_pacing_caps packet_pacing_caps}. */
     public static final long packet_pacing_caps$OFFSET = 332L;
-    /** {@code struct ibv_packet_pacing_caps packet_pacing_caps}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_packet_pacing_caps packet_pacing_caps}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment packet_pacing_caps(MemorySegment s) {
         return s.asSlice(packet_pacing_caps$OFFSET, 12L);
     }
 
     /** Byte offset of {@code uint32_t raw_packet_caps}. */
     public static final long raw_packet_caps$OFFSET = 344L;
-    /** Reads {@code uint32_t raw_packet_caps}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t raw_packet_caps}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int raw_packet_caps(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, raw_packet_caps$OFFSET);
     }
-    /** Writes {@code uint32_t raw_packet_caps}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t raw_packet_caps}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void raw_packet_caps(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, raw_packet_caps$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_tm_caps tm_caps}. */
     public static final long tm_caps$OFFSET = 348L;
-    /** {@code struct ibv_tm_caps tm_caps}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_tm_caps tm_caps}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment tm_caps(MemorySegment s) {
         return s.asSlice(tm_caps$OFFSET, 20L);
     }
 
     /** Byte offset of {@code struct ibv_cq_moderation_caps cq_mod_caps}. */
     public static final long cq_mod_caps$OFFSET = 368L;
-    /** {@code struct ibv_cq_moderation_caps cq_mod_caps}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_cq_moderation_caps cq_mod_caps}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment cq_mod_caps(MemorySegment s) {
         return s.asSlice(cq_mod_caps$OFFSET, 4L);
     }
 
     /** Byte offset of {@code uint64_t max_dm_size}. */
     public static final long max_dm_size$OFFSET = 376L;
-    /** Reads {@code uint64_t max_dm_size}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t max_dm_size}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long max_dm_size(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, max_dm_size$OFFSET);
     }
-    /** Writes {@code uint64_t max_dm_size}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t max_dm_size}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_dm_size(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, max_dm_size$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_pci_atomic_caps pci_atomic_caps}. */
     public static final long pci_atomic_caps$OFFSET = 384L;
-    /** {@code struct ibv_pci_atomic_caps pci_atomic_caps}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_pci_atomic_caps pci_atomic_caps}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment pci_atomic_caps(MemorySegment s) {
         return s.asSlice(pci_atomic_caps$OFFSET, 6L);
     }
 
     /** Byte offset of {@code uint32_t xrc_odp_caps}. */
     public static final long xrc_odp_caps$OFFSET = 392L;
-    /** Reads {@code uint32_t xrc_odp_caps}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t xrc_odp_caps}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int xrc_odp_caps(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, xrc_odp_caps$OFFSET);
     }
-    /** Writes {@code uint32_t xrc_odp_caps}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t xrc_odp_caps}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void xrc_odp_caps(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, xrc_odp_caps$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t phys_port_cnt_ex}. */
     public static final long phys_port_cnt_ex$OFFSET = 396L;
-    /** Reads {@code uint32_t phys_port_cnt_ex}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t phys_port_cnt_ex}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int phys_port_cnt_ex(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, phys_port_cnt_ex$OFFSET);
     }
-    /** Writes {@code uint32_t phys_port_cnt_ex}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t phys_port_cnt_ex}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void phys_port_cnt_ex(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, phys_port_cnt_ex$OFFSET, v);
     }

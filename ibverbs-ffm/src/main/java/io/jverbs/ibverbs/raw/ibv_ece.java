@@ -20,40 +20,74 @@ public final class ibv_ece {
             ValueLayout.JAVA_INT.withName("options"),
             ValueLayout.JAVA_INT.withName("comp_mask"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 12L;
     }
 
     /** Byte offset of {@code uint32_t vendor_id}. */
     public static final long vendor_id$OFFSET = 0L;
-    /** Reads {@code uint32_t vendor_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t vendor_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int vendor_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, vendor_id$OFFSET);
     }
-    /** Writes {@code uint32_t vendor_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t vendor_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void vendor_id(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, vendor_id$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t options}. */
     public static final long options$OFFSET = 4L;
-    /** Reads {@code uint32_t options}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t options}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int options(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, options$OFFSET);
     }
-    /** Writes {@code uint32_t options}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t options}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void options(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, options$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 8L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }

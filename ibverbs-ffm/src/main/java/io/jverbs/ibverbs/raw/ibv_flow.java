@@ -22,40 +22,74 @@ public final class ibv_flow {
             ValueLayout.JAVA_INT.withName("handle"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 24L;
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 0L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 8L;
-    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
-    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t handle}. */
     public static final long handle$OFFSET = 16L;
-    /** Reads {@code uint32_t handle}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int handle(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, handle$OFFSET);
     }
-    /** Writes {@code uint32_t handle}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void handle(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, handle$OFFSET, v);
     }

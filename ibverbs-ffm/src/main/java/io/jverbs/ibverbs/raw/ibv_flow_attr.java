@@ -25,84 +25,158 @@ public final class ibv_flow_attr {
             MemoryLayout.paddingLayout(2),
             ValueLayout.JAVA_INT.withName("flags"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 20L;
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 0L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_flow_attr_type type}. */
     public static final long type$OFFSET = 4L;
-    /** Reads {@code enum ibv_flow_attr_type type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_flow_attr_type type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, type$OFFSET);
     }
-    /** Writes {@code enum ibv_flow_attr_type type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_flow_attr_type type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, type$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t size}. */
     public static final long size$OFFSET = 8L;
-    /** Reads {@code uint16_t size}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t size}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short size(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, size$OFFSET);
     }
-    /** Writes {@code uint16_t size}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t size}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void size(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, size$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t priority}. */
     public static final long priority$OFFSET = 10L;
-    /** Reads {@code uint16_t priority}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t priority}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short priority(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, priority$OFFSET);
     }
-    /** Writes {@code uint16_t priority}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t priority}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void priority(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, priority$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t num_of_specs}. */
     public static final long num_of_specs$OFFSET = 12L;
-    /** Reads {@code uint8_t num_of_specs}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t num_of_specs}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte num_of_specs(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, num_of_specs$OFFSET);
     }
-    /** Writes {@code uint8_t num_of_specs}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t num_of_specs}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void num_of_specs(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, num_of_specs$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t port}. */
     public static final long port$OFFSET = 13L;
-    /** Reads {@code uint8_t port}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t port}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte port(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, port$OFFSET);
     }
-    /** Writes {@code uint8_t port}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t port}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void port(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, port$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t flags}. */
     public static final long flags$OFFSET = 16L;
-    /** Reads {@code uint32_t flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, flags$OFFSET);
     }
-    /** Writes {@code uint32_t flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, flags$OFFSET, v);
     }

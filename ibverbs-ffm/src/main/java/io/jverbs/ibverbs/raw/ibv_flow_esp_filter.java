@@ -19,29 +19,53 @@ public final class ibv_flow_esp_filter {
             ValueLayout.JAVA_INT.withName("spi"),
             ValueLayout.JAVA_INT.withName("seq"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 8L;
     }
 
     /** Byte offset of {@code uint32_t spi}. */
     public static final long spi$OFFSET = 0L;
-    /** Reads {@code uint32_t spi}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t spi}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int spi(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, spi$OFFSET);
     }
-    /** Writes {@code uint32_t spi}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t spi}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void spi(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, spi$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t seq}. */
     public static final long seq$OFFSET = 4L;
-    /** Reads {@code uint32_t seq}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t seq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int seq(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, seq$OFFSET);
     }
-    /** Writes {@code uint32_t seq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t seq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void seq(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, seq$OFFSET, v);
     }

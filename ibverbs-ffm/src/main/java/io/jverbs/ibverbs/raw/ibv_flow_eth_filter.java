@@ -22,59 +22,117 @@ public final class ibv_flow_eth_filter {
             ValueLayout.JAVA_SHORT.withName("ether_type"),
             ValueLayout.JAVA_SHORT.withName("vlan_tag"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code uint8_t[6] dst_mac}. */
     public static final long dst_mac$OFFSET = 0L;
-    /** {@code uint8_t[6] dst_mac}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code uint8_t[6] dst_mac}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment dst_mac(MemorySegment s) {
         return s.asSlice(dst_mac$OFFSET, 6L);
     }
-    /** Reads element {@code index} of {@code uint8_t[6] dst_mac}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code uint8_t[6] dst_mac}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte dst_mac(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, dst_mac$OFFSET + Objects.checkIndex(index, 6L) * 1L);
     }
-    /** Writes element {@code index} of {@code uint8_t[6] dst_mac}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code uint8_t[6] dst_mac}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void dst_mac(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, dst_mac$OFFSET + Objects.checkIndex(index, 6L) * 1L, v);
     }
 
     /** Byte offset of {@code uint8_t[6] src_mac}. */
     public static final long src_mac$OFFSET = 6L;
-    /** {@code uint8_t[6] src_mac}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code uint8_t[6] src_mac}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment src_mac(MemorySegment s) {
         return s.asSlice(src_mac$OFFSET, 6L);
     }
-    /** Reads element {@code index} of {@code uint8_t[6] src_mac}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code uint8_t[6] src_mac}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte src_mac(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, src_mac$OFFSET + Objects.checkIndex(index, 6L) * 1L);
     }
-    /** Writes element {@code index} of {@code uint8_t[6] src_mac}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code uint8_t[6] src_mac}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void src_mac(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, src_mac$OFFSET + Objects.checkIndex(index, 6L) * 1L, v);
     }
 
     /** Byte offset of {@code uint16_t ether_type}. */
     public static final long ether_type$OFFSET = 12L;
-    /** Reads {@code uint16_t ether_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t ether_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short ether_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, ether_type$OFFSET);
     }
-    /** Writes {@code uint16_t ether_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t ether_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ether_type(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, ether_type$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t vlan_tag}. */
     public static final long vlan_tag$OFFSET = 14L;
-    /** Reads {@code uint16_t vlan_tag}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t vlan_tag}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short vlan_tag(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, vlan_tag$OFFSET);
     }
-    /** Writes {@code uint16_t vlan_tag}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t vlan_tag}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void vlan_tag(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, vlan_tag$OFFSET, v);
     }

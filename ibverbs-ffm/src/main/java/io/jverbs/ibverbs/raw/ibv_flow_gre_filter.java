@@ -20,40 +20,74 @@ public final class ibv_flow_gre_filter {
             ValueLayout.JAVA_SHORT.withName("protocol"),
             ValueLayout.JAVA_INT.withName("key"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 8L;
     }
 
     /** Byte offset of {@code uint16_t c_ks_res0_ver}. */
     public static final long c_ks_res0_ver$OFFSET = 0L;
-    /** Reads {@code uint16_t c_ks_res0_ver}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t c_ks_res0_ver}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short c_ks_res0_ver(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, c_ks_res0_ver$OFFSET);
     }
-    /** Writes {@code uint16_t c_ks_res0_ver}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t c_ks_res0_ver}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void c_ks_res0_ver(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, c_ks_res0_ver$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t protocol}. */
     public static final long protocol$OFFSET = 2L;
-    /** Reads {@code uint16_t protocol}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t protocol}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short protocol(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, protocol$OFFSET);
     }
-    /** Writes {@code uint16_t protocol}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t protocol}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void protocol(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, protocol$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t key}. */
     public static final long key$OFFSET = 4L;
-    /** Reads {@code uint32_t key}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t key}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int key(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, key$OFFSET);
     }
-    /** Writes {@code uint32_t key}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t key}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void key(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, key$OFFSET, v);
     }

@@ -23,73 +23,137 @@ public final class ibv_flow_ipv4_ext_filter {
             ValueLayout.JAVA_BYTE.withName("ttl"),
             ValueLayout.JAVA_BYTE.withName("flags"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 12L;
     }
 
     /** Byte offset of {@code uint32_t src_ip}. */
     public static final long src_ip$OFFSET = 0L;
-    /** Reads {@code uint32_t src_ip}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t src_ip}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int src_ip(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, src_ip$OFFSET);
     }
-    /** Writes {@code uint32_t src_ip}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t src_ip}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void src_ip(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, src_ip$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t dst_ip}. */
     public static final long dst_ip$OFFSET = 4L;
-    /** Reads {@code uint32_t dst_ip}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t dst_ip}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int dst_ip(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, dst_ip$OFFSET);
     }
-    /** Writes {@code uint32_t dst_ip}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t dst_ip}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void dst_ip(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, dst_ip$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t proto}. */
     public static final long proto$OFFSET = 8L;
-    /** Reads {@code uint8_t proto}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t proto}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte proto(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, proto$OFFSET);
     }
-    /** Writes {@code uint8_t proto}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t proto}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void proto(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, proto$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t tos}. */
     public static final long tos$OFFSET = 9L;
-    /** Reads {@code uint8_t tos}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t tos}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte tos(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, tos$OFFSET);
     }
-    /** Writes {@code uint8_t tos}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t tos}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void tos(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, tos$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t ttl}. */
     public static final long ttl$OFFSET = 10L;
-    /** Reads {@code uint8_t ttl}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t ttl}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte ttl(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, ttl$OFFSET);
     }
-    /** Writes {@code uint8_t ttl}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t ttl}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ttl(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, ttl$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t flags}. */
     public static final long flags$OFFSET = 11L;
-    /** Reads {@code uint8_t flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, flags$OFFSET);
     }
-    /** Writes {@code uint8_t flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flags(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, flags$OFFSET, v);
     }

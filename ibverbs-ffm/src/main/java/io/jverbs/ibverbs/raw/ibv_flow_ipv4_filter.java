@@ -19,29 +19,53 @@ public final class ibv_flow_ipv4_filter {
             ValueLayout.JAVA_INT.withName("src_ip"),
             ValueLayout.JAVA_INT.withName("dst_ip"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 8L;
     }
 
     /** Byte offset of {@code uint32_t src_ip}. */
     public static final long src_ip$OFFSET = 0L;
-    /** Reads {@code uint32_t src_ip}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t src_ip}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int src_ip(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, src_ip$OFFSET);
     }
-    /** Writes {@code uint32_t src_ip}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t src_ip}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void src_ip(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, src_ip$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t dst_ip}. */
     public static final long dst_ip$OFFSET = 4L;
-    /** Reads {@code uint32_t dst_ip}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t dst_ip}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int dst_ip(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, dst_ip$OFFSET);
     }
-    /** Writes {@code uint32_t dst_ip}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t dst_ip}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void dst_ip(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, dst_ip$OFFSET, v);
     }

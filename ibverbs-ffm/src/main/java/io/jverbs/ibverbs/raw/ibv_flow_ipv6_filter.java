@@ -25,81 +25,159 @@ public final class ibv_flow_ipv6_filter {
             ValueLayout.JAVA_BYTE.withName("hop_limit"),
             MemoryLayout.paddingLayout(1));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 40L;
     }
 
     /** Byte offset of {@code uint8_t[16] src_ip}. */
     public static final long src_ip$OFFSET = 0L;
-    /** {@code uint8_t[16] src_ip}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code uint8_t[16] src_ip}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment src_ip(MemorySegment s) {
         return s.asSlice(src_ip$OFFSET, 16L);
     }
-    /** Reads element {@code index} of {@code uint8_t[16] src_ip}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code uint8_t[16] src_ip}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte src_ip(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, src_ip$OFFSET + Objects.checkIndex(index, 16L) * 1L);
     }
-    /** Writes element {@code index} of {@code uint8_t[16] src_ip}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code uint8_t[16] src_ip}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void src_ip(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, src_ip$OFFSET + Objects.checkIndex(index, 16L) * 1L, v);
     }
 
     /** Byte offset of {@code uint8_t[16] dst_ip}. */
     public static final long dst_ip$OFFSET = 16L;
-    /** {@code uint8_t[16] dst_ip}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code uint8_t[16] dst_ip}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment dst_ip(MemorySegment s) {
         return s.asSlice(dst_ip$OFFSET, 16L);
     }
-    /** Reads element {@code index} of {@code uint8_t[16] dst_ip}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code uint8_t[16] dst_ip}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte dst_ip(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, dst_ip$OFFSET + Objects.checkIndex(index, 16L) * 1L);
     }
-    /** Writes element {@code index} of {@code uint8_t[16] dst_ip}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code uint8_t[16] dst_ip}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void dst_ip(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, dst_ip$OFFSET + Objects.checkIndex(index, 16L) * 1L, v);
     }
 
     /** Byte offset of {@code uint32_t flow_label}. */
     public static final long flow_label$OFFSET = 32L;
-    /** Reads {@code uint32_t flow_label}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t flow_label}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int flow_label(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, flow_label$OFFSET);
     }
-    /** Writes {@code uint32_t flow_label}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t flow_label}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flow_label(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, flow_label$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t next_hdr}. */
     public static final long next_hdr$OFFSET = 36L;
-    /** Reads {@code uint8_t next_hdr}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t next_hdr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte next_hdr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, next_hdr$OFFSET);
     }
-    /** Writes {@code uint8_t next_hdr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t next_hdr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void next_hdr(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, next_hdr$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t traffic_class}. */
     public static final long traffic_class$OFFSET = 37L;
-    /** Reads {@code uint8_t traffic_class}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t traffic_class}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte traffic_class(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, traffic_class$OFFSET);
     }
-    /** Writes {@code uint8_t traffic_class}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t traffic_class}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void traffic_class(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, traffic_class$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t hop_limit}. */
     public static final long hop_limit$OFFSET = 38L;
-    /** Reads {@code uint8_t hop_limit}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t hop_limit}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte hop_limit(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, hop_limit$OFFSET);
     }
-    /** Writes {@code uint8_t hop_limit}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t hop_limit}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void hop_limit(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, hop_limit$OFFSET, v);
     }

@@ -18,18 +18,32 @@ public final class ibv_flow_mpls_filter {
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("label"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 4L;
     }
 
     /** Byte offset of {@code uint32_t label}. */
     public static final long label$OFFSET = 0L;
-    /** Reads {@code uint32_t label}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t label}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int label(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, label$OFFSET);
     }
-    /** Writes {@code uint32_t label}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t label}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void label(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, label$OFFSET, v);
     }

@@ -32,105 +32,179 @@ public final class ibv_flow_spec {
                 ibv_flow_spec_action_handle.LAYOUT.withName("handle"),
                 ibv_flow_spec_counter_action.LAYOUT.withName("flow_count")).withName("$anon0"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 88L;
     }
 
     /** Byte offset of {@code struct {...} hdr}. */
     public static final long hdr$OFFSET = 0L;
-    /** {@code struct {...} hdr}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct {...} hdr}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment hdr(MemorySegment s) {
         return s.asSlice(hdr$OFFSET, 8L);
     }
 
     /** Byte offset of {@code struct ibv_flow_spec_eth eth}. */
     public static final long eth$OFFSET = 0L;
-    /** {@code struct ibv_flow_spec_eth eth}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_spec_eth eth}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment eth(MemorySegment s) {
         return s.asSlice(eth$OFFSET, 40L);
     }
 
     /** Byte offset of {@code struct ibv_flow_spec_ipv4 ipv4}. */
     public static final long ipv4$OFFSET = 0L;
-    /** {@code struct ibv_flow_spec_ipv4 ipv4}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_spec_ipv4 ipv4}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment ipv4(MemorySegment s) {
         return s.asSlice(ipv4$OFFSET, 24L);
     }
 
     /** Byte offset of {@code struct ibv_flow_spec_tcp_udp tcp_udp}. */
     public static final long tcp_udp$OFFSET = 0L;
-    /** {@code struct ibv_flow_spec_tcp_udp tcp_udp}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_spec_tcp_udp tcp_udp}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment tcp_udp(MemorySegment s) {
         return s.asSlice(tcp_udp$OFFSET, 16L);
     }
 
     /** Byte offset of {@code struct ibv_flow_spec_ipv4_ext ipv4_ext}. */
     public static final long ipv4_ext$OFFSET = 0L;
-    /** {@code struct ibv_flow_spec_ipv4_ext ipv4_ext}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_spec_ipv4_ext ipv4_ext}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment ipv4_ext(MemorySegment s) {
         return s.asSlice(ipv4_ext$OFFSET, 32L);
     }
 
     /** Byte offset of {@code struct ibv_flow_spec_ipv6 ipv6}. */
     public static final long ipv6$OFFSET = 0L;
-    /** {@code struct ibv_flow_spec_ipv6 ipv6}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_spec_ipv6 ipv6}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment ipv6(MemorySegment s) {
         return s.asSlice(ipv6$OFFSET, 88L);
     }
 
     /** Byte offset of {@code struct ibv_flow_spec_esp esp}. */
     public static final long esp$OFFSET = 0L;
-    /** {@code struct ibv_flow_spec_esp esp}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_spec_esp esp}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment esp(MemorySegment s) {
         return s.asSlice(esp$OFFSET, 24L);
     }
 
     /** Byte offset of {@code struct ibv_flow_spec_tunnel tunnel}. */
     public static final long tunnel$OFFSET = 0L;
-    /** {@code struct ibv_flow_spec_tunnel tunnel}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_spec_tunnel tunnel}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment tunnel(MemorySegment s) {
         return s.asSlice(tunnel$OFFSET, 16L);
     }
 
     /** Byte offset of {@code struct ibv_flow_spec_gre gre}. */
     public static final long gre$OFFSET = 0L;
-    /** {@code struct ibv_flow_spec_gre gre}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_spec_gre gre}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment gre(MemorySegment s) {
         return s.asSlice(gre$OFFSET, 24L);
     }
 
     /** Byte offset of {@code struct ibv_flow_spec_mpls mpls}. */
     public static final long mpls$OFFSET = 0L;
-    /** {@code struct ibv_flow_spec_mpls mpls}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_spec_mpls mpls}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment mpls(MemorySegment s) {
         return s.asSlice(mpls$OFFSET, 16L);
     }
 
     /** Byte offset of {@code struct ibv_flow_spec_action_tag flow_tag}. */
     public static final long flow_tag$OFFSET = 0L;
-    /** {@code struct ibv_flow_spec_action_tag flow_tag}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_spec_action_tag flow_tag}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment flow_tag(MemorySegment s) {
         return s.asSlice(flow_tag$OFFSET, 12L);
     }
 
     /** Byte offset of {@code struct ibv_flow_spec_action_drop drop}. */
     public static final long drop$OFFSET = 0L;
-    /** {@code struct ibv_flow_spec_action_drop drop}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_spec_action_drop drop}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment drop(MemorySegment s) {
         return s.asSlice(drop$OFFSET, 8L);
     }
 
     /** Byte offset of {@code struct ibv_flow_spec_action_handle handle}. */
     public static final long handle$OFFSET = 0L;
-    /** {@code struct ibv_flow_spec_action_handle handle}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_spec_action_handle handle}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment handle(MemorySegment s) {
         return s.asSlice(handle$OFFSET, 16L);
     }
 
     /** Byte offset of {@code struct ibv_flow_spec_counter_action flow_count}. */
     public static final long flow_count$OFFSET = 0L;
-    /** {@code struct ibv_flow_spec_counter_action flow_count}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_spec_counter_action flow_count}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment flow_count(MemorySegment s) {
         return s.asSlice(flow_count$OFFSET, 16L);
     }
@@ -149,29 +223,53 @@ public final class ibv_flow_spec {
                 ValueLayout.JAVA_SHORT.withName("size"),
                 MemoryLayout.paddingLayout(2));
 
-        /** @return the C {@code sizeof}, in bytes */
+        /**
+         * The C {@code sizeof} of the struct.
+         *
+         * @return the size in bytes
+         */
         public static long sizeof() {
             return 8L;
         }
 
         /** Byte offset of {@code enum ibv_flow_spec_type type}. */
         public static final long type$OFFSET = 0L;
-        /** Reads {@code enum ibv_flow_spec_type type}. @param s the struct @return the value */
+        /**
+         * Reads {@code enum ibv_flow_spec_type type}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static int type(MemorySegment s) {
             return s.get(ValueLayout.JAVA_INT, type$OFFSET);
         }
-        /** Writes {@code enum ibv_flow_spec_type type}. @param s the struct @param v the value */
+        /**
+         * Writes {@code enum ibv_flow_spec_type type}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void type(MemorySegment s, int v) {
             s.set(ValueLayout.JAVA_INT, type$OFFSET, v);
         }
 
         /** Byte offset of {@code uint16_t size}. */
         public static final long size$OFFSET = 4L;
-        /** Reads {@code uint16_t size}. @param s the struct @return the value */
+        /**
+         * Reads {@code uint16_t size}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static short size(MemorySegment s) {
             return s.get(ValueLayout.JAVA_SHORT, size$OFFSET);
         }
-        /** Writes {@code uint16_t size}. @param s the struct @param v the value */
+        /**
+         * Writes {@code uint16_t size}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void size(MemorySegment s, short v) {
             s.set(ValueLayout.JAVA_SHORT, size$OFFSET, v);
         }

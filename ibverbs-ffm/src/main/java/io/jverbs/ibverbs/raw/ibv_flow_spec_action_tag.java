@@ -21,40 +21,74 @@ public final class ibv_flow_spec_action_tag {
             MemoryLayout.paddingLayout(2),
             ValueLayout.JAVA_INT.withName("tag_id"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 12L;
     }
 
     /** Byte offset of {@code enum ibv_flow_spec_type type}. */
     public static final long type$OFFSET = 0L;
-    /** Reads {@code enum ibv_flow_spec_type type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_flow_spec_type type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, type$OFFSET);
     }
-    /** Writes {@code enum ibv_flow_spec_type type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_flow_spec_type type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, type$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t size}. */
     public static final long size$OFFSET = 4L;
-    /** Reads {@code uint16_t size}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t size}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short size(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, size$OFFSET);
     }
-    /** Writes {@code uint16_t size}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t size}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void size(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, size$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t tag_id}. */
     public static final long tag_id$OFFSET = 8L;
-    /** Reads {@code uint32_t tag_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t tag_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int tag_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, tag_id$OFFSET);
     }
-    /** Writes {@code uint32_t tag_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t tag_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void tag_id(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, tag_id$OFFSET, v);
     }

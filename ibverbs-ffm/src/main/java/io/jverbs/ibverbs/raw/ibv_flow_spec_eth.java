@@ -22,43 +22,77 @@ public final class ibv_flow_spec_eth {
             ibv_flow_eth_filter.LAYOUT.withName("mask"),
             MemoryLayout.paddingLayout(2));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 40L;
     }
 
     /** Byte offset of {@code enum ibv_flow_spec_type type}. */
     public static final long type$OFFSET = 0L;
-    /** Reads {@code enum ibv_flow_spec_type type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_flow_spec_type type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, type$OFFSET);
     }
-    /** Writes {@code enum ibv_flow_spec_type type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_flow_spec_type type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, type$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t size}. */
     public static final long size$OFFSET = 4L;
-    /** Reads {@code uint16_t size}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t size}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short size(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, size$OFFSET);
     }
-    /** Writes {@code uint16_t size}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t size}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void size(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, size$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_flow_eth_filter val}. */
     public static final long val$OFFSET = 6L;
-    /** {@code struct ibv_flow_eth_filter val}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_eth_filter val}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment val(MemorySegment s) {
         return s.asSlice(val$OFFSET, 16L);
     }
 
     /** Byte offset of {@code struct ibv_flow_eth_filter mask}. */
     public static final long mask$OFFSET = 22L;
-    /** {@code struct ibv_flow_eth_filter mask}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_flow_eth_filter mask}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment mask(MemorySegment s) {
         return s.asSlice(mask$OFFSET, 16L);
     }

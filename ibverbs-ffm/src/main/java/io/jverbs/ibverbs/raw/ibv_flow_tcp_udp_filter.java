@@ -19,29 +19,53 @@ public final class ibv_flow_tcp_udp_filter {
             ValueLayout.JAVA_SHORT.withName("dst_port"),
             ValueLayout.JAVA_SHORT.withName("src_port"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 4L;
     }
 
     /** Byte offset of {@code uint16_t dst_port}. */
     public static final long dst_port$OFFSET = 0L;
-    /** Reads {@code uint16_t dst_port}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t dst_port}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short dst_port(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, dst_port$OFFSET);
     }
-    /** Writes {@code uint16_t dst_port}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t dst_port}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void dst_port(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, dst_port$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t src_port}. */
     public static final long src_port$OFFSET = 2L;
-    /** Reads {@code uint16_t src_port}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t src_port}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short src_port(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, src_port$OFFSET);
     }
-    /** Writes {@code uint16_t src_port}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t src_port}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void src_port(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, src_port$OFFSET, v);
     }

@@ -18,18 +18,32 @@ public final class ibv_flow_tunnel_filter {
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("tunnel_id"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 4L;
     }
 
     /** Byte offset of {@code uint32_t tunnel_id}. */
     public static final long tunnel_id$OFFSET = 0L;
-    /** Reads {@code uint32_t tunnel_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t tunnel_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int tunnel_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, tunnel_id$OFFSET);
     }
-    /** Writes {@code uint32_t tunnel_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t tunnel_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void tunnel_id(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, tunnel_id$OFFSET, v);
     }

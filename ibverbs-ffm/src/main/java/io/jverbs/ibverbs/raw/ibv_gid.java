@@ -20,29 +20,55 @@ public final class ibv_gid {
             MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withName("raw"),
             global.LAYOUT.withName("global"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code uint8_t[16] raw}. */
     public static final long raw$OFFSET = 0L;
-    /** {@code uint8_t[16] raw}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code uint8_t[16] raw}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment raw(MemorySegment s) {
         return s.asSlice(raw$OFFSET, 16L);
     }
-    /** Reads element {@code index} of {@code uint8_t[16] raw}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code uint8_t[16] raw}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte raw(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, raw$OFFSET + Objects.checkIndex(index, 16L) * 1L);
     }
-    /** Writes element {@code index} of {@code uint8_t[16] raw}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code uint8_t[16] raw}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void raw(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, raw$OFFSET + Objects.checkIndex(index, 16L) * 1L, v);
     }
 
     /** Byte offset of {@code struct {...} global}. */
     public static final long global$OFFSET = 0L;
-    /** {@code struct {...} global}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct {...} global}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment global(MemorySegment s) {
         return s.asSlice(global$OFFSET, 16L);
     }
@@ -60,29 +86,53 @@ public final class ibv_gid {
                 ValueLayout.JAVA_LONG.withName("subnet_prefix"),
                 ValueLayout.JAVA_LONG.withName("interface_id"));
 
-        /** @return the C {@code sizeof}, in bytes */
+        /**
+         * The C {@code sizeof} of the struct.
+         *
+         * @return the size in bytes
+         */
         public static long sizeof() {
             return 16L;
         }
 
         /** Byte offset of {@code __be64 subnet_prefix}. */
         public static final long subnet_prefix$OFFSET = 0L;
-        /** Reads {@code __be64 subnet_prefix}. @param s the struct @return the value */
+        /**
+         * Reads {@code __be64 subnet_prefix}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static long subnet_prefix(MemorySegment s) {
             return s.get(ValueLayout.JAVA_LONG, subnet_prefix$OFFSET);
         }
-        /** Writes {@code __be64 subnet_prefix}. @param s the struct @param v the value */
+        /**
+         * Writes {@code __be64 subnet_prefix}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void subnet_prefix(MemorySegment s, long v) {
             s.set(ValueLayout.JAVA_LONG, subnet_prefix$OFFSET, v);
         }
 
         /** Byte offset of {@code __be64 interface_id}. */
         public static final long interface_id$OFFSET = 8L;
-        /** Reads {@code __be64 interface_id}. @param s the struct @return the value */
+        /**
+         * Reads {@code __be64 interface_id}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static long interface_id(MemorySegment s) {
             return s.get(ValueLayout.JAVA_LONG, interface_id$OFFSET);
         }
-        /** Writes {@code __be64 interface_id}. @param s the struct @param v the value */
+        /**
+         * Writes {@code __be64 interface_id}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void interface_id(MemorySegment s, long v) {
             s.set(ValueLayout.JAVA_LONG, interface_id$OFFSET, v);
         }

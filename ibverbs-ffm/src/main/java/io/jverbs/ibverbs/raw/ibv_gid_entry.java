@@ -22,58 +22,107 @@ public final class ibv_gid_entry {
             ValueLayout.JAVA_INT.withName("gid_type"),
             ValueLayout.JAVA_INT.withName("ndev_ifindex"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 32L;
     }
 
     /** Byte offset of {@code union ibv_gid gid}. */
     public static final long gid$OFFSET = 0L;
-    /** {@code union ibv_gid gid}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union ibv_gid gid}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment gid(MemorySegment s) {
         return s.asSlice(gid$OFFSET, 16L);
     }
 
     /** Byte offset of {@code uint32_t gid_index}. */
     public static final long gid_index$OFFSET = 16L;
-    /** Reads {@code uint32_t gid_index}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t gid_index}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int gid_index(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, gid_index$OFFSET);
     }
-    /** Writes {@code uint32_t gid_index}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t gid_index}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void gid_index(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, gid_index$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t port_num}. */
     public static final long port_num$OFFSET = 20L;
-    /** Reads {@code uint32_t port_num}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t port_num}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int port_num(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, port_num$OFFSET);
     }
-    /** Writes {@code uint32_t port_num}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t port_num}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void port_num(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, port_num$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t gid_type}. */
     public static final long gid_type$OFFSET = 24L;
-    /** Reads {@code uint32_t gid_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t gid_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int gid_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, gid_type$OFFSET);
     }
-    /** Writes {@code uint32_t gid_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t gid_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void gid_type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, gid_type$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t ndev_ifindex}. */
     public static final long ndev_ifindex$OFFSET = 28L;
-    /** Reads {@code uint32_t ndev_ifindex}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t ndev_ifindex}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int ndev_ifindex(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, ndev_ifindex$OFFSET);
     }
-    /** Writes {@code uint32_t ndev_ifindex}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t ndev_ifindex}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ndev_ifindex(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, ndev_ifindex$OFFSET, v);
     }

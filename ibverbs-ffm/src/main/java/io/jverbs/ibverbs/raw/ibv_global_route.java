@@ -23,58 +23,107 @@ public final class ibv_global_route {
             ValueLayout.JAVA_BYTE.withName("traffic_class"),
             MemoryLayout.paddingLayout(1));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 24L;
     }
 
     /** Byte offset of {@code union ibv_gid dgid}. */
     public static final long dgid$OFFSET = 0L;
-    /** {@code union ibv_gid dgid}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union ibv_gid dgid}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment dgid(MemorySegment s) {
         return s.asSlice(dgid$OFFSET, 16L);
     }
 
     /** Byte offset of {@code uint32_t flow_label}. */
     public static final long flow_label$OFFSET = 16L;
-    /** Reads {@code uint32_t flow_label}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t flow_label}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int flow_label(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, flow_label$OFFSET);
     }
-    /** Writes {@code uint32_t flow_label}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t flow_label}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flow_label(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, flow_label$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t sgid_index}. */
     public static final long sgid_index$OFFSET = 20L;
-    /** Reads {@code uint8_t sgid_index}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t sgid_index}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte sgid_index(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, sgid_index$OFFSET);
     }
-    /** Writes {@code uint8_t sgid_index}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t sgid_index}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sgid_index(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, sgid_index$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t hop_limit}. */
     public static final long hop_limit$OFFSET = 21L;
-    /** Reads {@code uint8_t hop_limit}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t hop_limit}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte hop_limit(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, hop_limit$OFFSET);
     }
-    /** Writes {@code uint8_t hop_limit}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t hop_limit}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void hop_limit(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, hop_limit$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t traffic_class}. */
     public static final long traffic_class$OFFSET = 22L;
-    /** Reads {@code uint8_t traffic_class}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t traffic_class}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte traffic_class(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, traffic_class$OFFSET);
     }
-    /** Writes {@code uint8_t traffic_class}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t traffic_class}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void traffic_class(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, traffic_class$OFFSET, v);
     }

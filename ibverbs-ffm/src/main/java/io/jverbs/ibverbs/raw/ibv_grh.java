@@ -23,65 +23,119 @@ public final class ibv_grh {
             ibv_gid.LAYOUT.withName("sgid"),
             ibv_gid.LAYOUT.withName("dgid"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 40L;
     }
 
     /** Byte offset of {@code __be32 version_tclass_flow}. */
     public static final long version_tclass_flow$OFFSET = 0L;
-    /** Reads {@code __be32 version_tclass_flow}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be32 version_tclass_flow}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int version_tclass_flow(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, version_tclass_flow$OFFSET);
     }
-    /** Writes {@code __be32 version_tclass_flow}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be32 version_tclass_flow}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void version_tclass_flow(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, version_tclass_flow$OFFSET, v);
     }
 
     /** Byte offset of {@code __be16 paylen}. */
     public static final long paylen$OFFSET = 4L;
-    /** Reads {@code __be16 paylen}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be16 paylen}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short paylen(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, paylen$OFFSET);
     }
-    /** Writes {@code __be16 paylen}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be16 paylen}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void paylen(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, paylen$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t next_hdr}. */
     public static final long next_hdr$OFFSET = 6L;
-    /** Reads {@code uint8_t next_hdr}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t next_hdr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte next_hdr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, next_hdr$OFFSET);
     }
-    /** Writes {@code uint8_t next_hdr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t next_hdr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void next_hdr(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, next_hdr$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t hop_limit}. */
     public static final long hop_limit$OFFSET = 7L;
-    /** Reads {@code uint8_t hop_limit}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t hop_limit}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte hop_limit(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, hop_limit$OFFSET);
     }
-    /** Writes {@code uint8_t hop_limit}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t hop_limit}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void hop_limit(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, hop_limit$OFFSET, v);
     }
 
     /** Byte offset of {@code union ibv_gid sgid}. */
     public static final long sgid$OFFSET = 8L;
-    /** {@code union ibv_gid sgid}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union ibv_gid sgid}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment sgid(MemorySegment s) {
         return s.asSlice(sgid$OFFSET, 16L);
     }
 
     /** Byte offset of {@code union ibv_gid dgid}. */
     public static final long dgid$OFFSET = 24L;
-    /** {@code union ibv_gid dgid}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union ibv_gid dgid}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment dgid(MemorySegment s) {
         return s.asSlice(dgid$OFFSET, 16L);
     }

@@ -19,29 +19,53 @@ public final class ibv_moderate_cq {
             ValueLayout.JAVA_SHORT.withName("cq_count"),
             ValueLayout.JAVA_SHORT.withName("cq_period"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 4L;
     }
 
     /** Byte offset of {@code uint16_t cq_count}. */
     public static final long cq_count$OFFSET = 0L;
-    /** Reads {@code uint16_t cq_count}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t cq_count}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short cq_count(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, cq_count$OFFSET);
     }
-    /** Writes {@code uint16_t cq_count}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t cq_count}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void cq_count(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, cq_count$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t cq_period}. */
     public static final long cq_period$OFFSET = 2L;
-    /** Reads {@code uint16_t cq_period}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t cq_period}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short cq_period(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, cq_period$OFFSET);
     }
-    /** Writes {@code uint16_t cq_period}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t cq_period}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void cq_period(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, cq_period$OFFSET, v);
     }

@@ -19,25 +19,44 @@ public final class ibv_modify_cq_attr {
             ValueLayout.JAVA_INT.withName("attr_mask"),
             ibv_moderate_cq.LAYOUT.withName("moderate"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 8L;
     }
 
     /** Byte offset of {@code uint32_t attr_mask}. */
     public static final long attr_mask$OFFSET = 0L;
-    /** Reads {@code uint32_t attr_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t attr_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int attr_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, attr_mask$OFFSET);
     }
-    /** Writes {@code uint32_t attr_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t attr_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void attr_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, attr_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_moderate_cq moderate}. */
     public static final long moderate$OFFSET = 4L;
-    /** {@code struct ibv_moderate_cq moderate}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_moderate_cq moderate}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment moderate(MemorySegment s) {
         return s.asSlice(moderate$OFFSET, 4L);
     }

@@ -25,84 +25,158 @@ public final class ibv_mr {
             ValueLayout.JAVA_INT.withName("rkey"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 48L;
     }
 
     /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 0L;
-    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
-    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_pd * pd}. */
     public static final long pd$OFFSET = 8L;
-    /** Reads {@code struct ibv_pd * pd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment pd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, pd$OFFSET);
     }
-    /** Writes {@code struct ibv_pd * pd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, pd$OFFSET, v);
     }
 
     /** Byte offset of {@code void * addr}. */
     public static final long addr$OFFSET = 16L;
-    /** Reads {@code void * addr}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * addr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment addr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, addr$OFFSET);
     }
-    /** Writes {@code void * addr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * addr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void addr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, addr$OFFSET, v);
     }
 
     /** Byte offset of {@code size_t length}. */
     public static final long length$OFFSET = 24L;
-    /** Reads {@code size_t length}. @param s the struct @return the value */
+    /**
+     * Reads {@code size_t length}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long length(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, length$OFFSET);
     }
-    /** Writes {@code size_t length}. @param s the struct @param v the value */
+    /**
+     * Writes {@code size_t length}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void length(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, length$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t handle}. */
     public static final long handle$OFFSET = 32L;
-    /** Reads {@code uint32_t handle}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int handle(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, handle$OFFSET);
     }
-    /** Writes {@code uint32_t handle}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void handle(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, handle$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t lkey}. */
     public static final long lkey$OFFSET = 36L;
-    /** Reads {@code uint32_t lkey}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t lkey}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int lkey(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, lkey$OFFSET);
     }
-    /** Writes {@code uint32_t lkey}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t lkey}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void lkey(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, lkey$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t rkey}. */
     public static final long rkey$OFFSET = 40L;
-    /** Reads {@code uint32_t rkey}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t rkey}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int rkey(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, rkey$OFFSET);
     }
-    /** Writes {@code uint32_t rkey}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t rkey}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rkey(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, rkey$OFFSET, v);
     }

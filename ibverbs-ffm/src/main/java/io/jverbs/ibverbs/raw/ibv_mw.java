@@ -23,62 +23,116 @@ public final class ibv_mw {
             ValueLayout.JAVA_INT.withName("type"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 32L;
     }
 
     /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 0L;
-    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
-    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_pd * pd}. */
     public static final long pd$OFFSET = 8L;
-    /** Reads {@code struct ibv_pd * pd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment pd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, pd$OFFSET);
     }
-    /** Writes {@code struct ibv_pd * pd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, pd$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t rkey}. */
     public static final long rkey$OFFSET = 16L;
-    /** Reads {@code uint32_t rkey}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t rkey}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int rkey(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, rkey$OFFSET);
     }
-    /** Writes {@code uint32_t rkey}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t rkey}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rkey(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, rkey$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t handle}. */
     public static final long handle$OFFSET = 20L;
-    /** Reads {@code uint32_t handle}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int handle(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, handle$OFFSET);
     }
-    /** Writes {@code uint32_t handle}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void handle(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, handle$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_mw_type type}. */
     public static final long type$OFFSET = 24L;
-    /** Reads {@code enum ibv_mw_type type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_mw_type type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, type$OFFSET);
     }
-    /** Writes {@code enum ibv_mw_type type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_mw_type type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, type$OFFSET, v);
     }

@@ -21,36 +21,65 @@ public final class ibv_mw_bind {
             MemoryLayout.paddingLayout(4),
             ibv_mw_bind_info.LAYOUT.withName("bind_info"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 48L;
     }
 
     /** Byte offset of {@code uint64_t wr_id}. */
     public static final long wr_id$OFFSET = 0L;
-    /** Reads {@code uint64_t wr_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t wr_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long wr_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, wr_id$OFFSET);
     }
-    /** Writes {@code uint64_t wr_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t wr_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_id(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, wr_id$OFFSET, v);
     }
 
     /** Byte offset of {@code unsigned int send_flags}. */
     public static final long send_flags$OFFSET = 8L;
-    /** Reads {@code unsigned int send_flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code unsigned int send_flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int send_flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, send_flags$OFFSET);
     }
-    /** Writes {@code unsigned int send_flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code unsigned int send_flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void send_flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, send_flags$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_mw_bind_info bind_info}. */
     public static final long bind_info$OFFSET = 16L;
-    /** {@code struct ibv_mw_bind_info bind_info}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_mw_bind_info bind_info}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment bind_info(MemorySegment s) {
         return s.asSlice(bind_info$OFFSET, 32L);
     }

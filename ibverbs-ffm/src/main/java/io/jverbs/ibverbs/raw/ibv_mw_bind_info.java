@@ -22,51 +22,95 @@ public final class ibv_mw_bind_info {
             ValueLayout.JAVA_INT.withName("mw_access_flags"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 32L;
     }
 
     /** Byte offset of {@code struct ibv_mr * mr}. */
     public static final long mr$OFFSET = 0L;
-    /** Reads {@code struct ibv_mr * mr}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_mr * mr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment mr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, mr$OFFSET);
     }
-    /** Writes {@code struct ibv_mr * mr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_mr * mr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void mr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, mr$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t addr}. */
     public static final long addr$OFFSET = 8L;
-    /** Reads {@code uint64_t addr}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t addr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long addr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, addr$OFFSET);
     }
-    /** Writes {@code uint64_t addr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t addr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void addr(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, addr$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t length}. */
     public static final long length$OFFSET = 16L;
-    /** Reads {@code uint64_t length}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t length}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long length(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, length$OFFSET);
     }
-    /** Writes {@code uint64_t length}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t length}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void length(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, length$OFFSET, v);
     }
 
     /** Byte offset of {@code unsigned int mw_access_flags}. */
     public static final long mw_access_flags$OFFSET = 24L;
-    /** Reads {@code unsigned int mw_access_flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code unsigned int mw_access_flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int mw_access_flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, mw_access_flags$OFFSET);
     }
-    /** Writes {@code unsigned int mw_access_flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code unsigned int mw_access_flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void mw_access_flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, mw_access_flags$OFFSET, v);
     }

@@ -20,25 +20,44 @@ public final class ibv_odp_caps {
             per_transport_caps.LAYOUT.withName("per_transport_caps"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 24L;
     }
 
     /** Byte offset of {@code uint64_t general_caps}. */
     public static final long general_caps$OFFSET = 0L;
-    /** Reads {@code uint64_t general_caps}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t general_caps}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long general_caps(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, general_caps$OFFSET);
     }
-    /** Writes {@code uint64_t general_caps}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t general_caps}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void general_caps(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, general_caps$OFFSET, v);
     }
 
     /** Byte offset of {@code struct {...} per_transport_caps}. */
     public static final long per_transport_caps$OFFSET = 8L;
-    /** {@code struct {...} per_transport_caps}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct {...} per_transport_caps}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment per_transport_caps(MemorySegment s) {
         return s.asSlice(per_transport_caps$OFFSET, 12L);
     }
@@ -57,40 +76,74 @@ public final class ibv_odp_caps {
                 ValueLayout.JAVA_INT.withName("uc_odp_caps"),
                 ValueLayout.JAVA_INT.withName("ud_odp_caps"));
 
-        /** @return the C {@code sizeof}, in bytes */
+        /**
+         * The C {@code sizeof} of the struct.
+         *
+         * @return the size in bytes
+         */
         public static long sizeof() {
             return 12L;
         }
 
         /** Byte offset of {@code uint32_t rc_odp_caps}. */
         public static final long rc_odp_caps$OFFSET = 0L;
-        /** Reads {@code uint32_t rc_odp_caps}. @param s the struct @return the value */
+        /**
+         * Reads {@code uint32_t rc_odp_caps}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static int rc_odp_caps(MemorySegment s) {
             return s.get(ValueLayout.JAVA_INT, rc_odp_caps$OFFSET);
         }
-        /** Writes {@code uint32_t rc_odp_caps}. @param s the struct @param v the value */
+        /**
+         * Writes {@code uint32_t rc_odp_caps}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void rc_odp_caps(MemorySegment s, int v) {
             s.set(ValueLayout.JAVA_INT, rc_odp_caps$OFFSET, v);
         }
 
         /** Byte offset of {@code uint32_t uc_odp_caps}. */
         public static final long uc_odp_caps$OFFSET = 4L;
-        /** Reads {@code uint32_t uc_odp_caps}. @param s the struct @return the value */
+        /**
+         * Reads {@code uint32_t uc_odp_caps}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static int uc_odp_caps(MemorySegment s) {
             return s.get(ValueLayout.JAVA_INT, uc_odp_caps$OFFSET);
         }
-        /** Writes {@code uint32_t uc_odp_caps}. @param s the struct @param v the value */
+        /**
+         * Writes {@code uint32_t uc_odp_caps}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void uc_odp_caps(MemorySegment s, int v) {
             s.set(ValueLayout.JAVA_INT, uc_odp_caps$OFFSET, v);
         }
 
         /** Byte offset of {@code uint32_t ud_odp_caps}. */
         public static final long ud_odp_caps$OFFSET = 8L;
-        /** Reads {@code uint32_t ud_odp_caps}. @param s the struct @return the value */
+        /**
+         * Reads {@code uint32_t ud_odp_caps}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static int ud_odp_caps(MemorySegment s) {
             return s.get(ValueLayout.JAVA_INT, ud_odp_caps$OFFSET);
         }
-        /** Writes {@code uint32_t ud_odp_caps}. @param s the struct @param v the value */
+        /**
+         * Writes {@code uint32_t ud_odp_caps}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void ud_odp_caps(MemorySegment s, int v) {
             s.set(ValueLayout.JAVA_INT, ud_odp_caps$OFFSET, v);
         }

@@ -22,58 +22,107 @@ public final class ibv_ops_wr {
             ValueLayout.JAVA_INT.withName("flags"),
             tm.LAYOUT.withName("tm"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 72L;
     }
 
     /** Byte offset of {@code uint64_t wr_id}. */
     public static final long wr_id$OFFSET = 0L;
-    /** Reads {@code uint64_t wr_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t wr_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long wr_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, wr_id$OFFSET);
     }
-    /** Writes {@code uint64_t wr_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t wr_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_id(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, wr_id$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_ops_wr * next}. */
     public static final long next$OFFSET = 8L;
-    /** Reads {@code struct ibv_ops_wr * next}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_ops_wr * next}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment next(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, next$OFFSET);
     }
-    /** Writes {@code struct ibv_ops_wr * next}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_ops_wr * next}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void next(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, next$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_ops_wr_opcode opcode}. */
     public static final long opcode$OFFSET = 16L;
-    /** Reads {@code enum ibv_ops_wr_opcode opcode}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_ops_wr_opcode opcode}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int opcode(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, opcode$OFFSET);
     }
-    /** Writes {@code enum ibv_ops_wr_opcode opcode}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_ops_wr_opcode opcode}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void opcode(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, opcode$OFFSET, v);
     }
 
     /** Byte offset of {@code int flags}. */
     public static final long flags$OFFSET = 20L;
-    /** Reads {@code int flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code int flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, flags$OFFSET);
     }
-    /** Writes {@code int flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, flags$OFFSET, v);
     }
 
     /** Byte offset of {@code struct {...} tm}. */
     public static final long tm$OFFSET = 24L;
-    /** {@code struct {...} tm}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct {...} tm}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment tm(MemorySegment s) {
         return s.asSlice(tm$OFFSET, 48L);
     }
@@ -92,36 +141,65 @@ public final class ibv_ops_wr {
                 ValueLayout.JAVA_INT.withName("handle"),
                 add.LAYOUT.withName("add"));
 
-        /** @return the C {@code sizeof}, in bytes */
+        /**
+         * The C {@code sizeof} of the struct.
+         *
+         * @return the size in bytes
+         */
         public static long sizeof() {
             return 48L;
         }
 
         /** Byte offset of {@code uint32_t unexpected_cnt}. */
         public static final long unexpected_cnt$OFFSET = 0L;
-        /** Reads {@code uint32_t unexpected_cnt}. @param s the struct @return the value */
+        /**
+         * Reads {@code uint32_t unexpected_cnt}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static int unexpected_cnt(MemorySegment s) {
             return s.get(ValueLayout.JAVA_INT, unexpected_cnt$OFFSET);
         }
-        /** Writes {@code uint32_t unexpected_cnt}. @param s the struct @param v the value */
+        /**
+         * Writes {@code uint32_t unexpected_cnt}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void unexpected_cnt(MemorySegment s, int v) {
             s.set(ValueLayout.JAVA_INT, unexpected_cnt$OFFSET, v);
         }
 
         /** Byte offset of {@code uint32_t handle}. */
         public static final long handle$OFFSET = 4L;
-        /** Reads {@code uint32_t handle}. @param s the struct @return the value */
+        /**
+         * Reads {@code uint32_t handle}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static int handle(MemorySegment s) {
             return s.get(ValueLayout.JAVA_INT, handle$OFFSET);
         }
-        /** Writes {@code uint32_t handle}. @param s the struct @param v the value */
+        /**
+         * Writes {@code uint32_t handle}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void handle(MemorySegment s, int v) {
             s.set(ValueLayout.JAVA_INT, handle$OFFSET, v);
         }
 
         /** Byte offset of {@code struct {...} add}. */
         public static final long add$OFFSET = 8L;
-        /** {@code struct {...} add}, as a slice of {@code s}. @param s the struct @return the slice */
+        /**
+         * {@code struct {...} add}, as a slice of {@code s}.
+         *
+         * @param s the struct
+         * @return the slice
+         */
         public static MemorySegment add(MemorySegment s) {
             return s.asSlice(add$OFFSET, 40L);
         }
@@ -143,62 +221,116 @@ public final class ibv_ops_wr {
                     ValueLayout.JAVA_LONG.withName("tag"),
                     ValueLayout.JAVA_LONG.withName("mask"));
 
-            /** @return the C {@code sizeof}, in bytes */
+            /**
+             * The C {@code sizeof} of the struct.
+             *
+             * @return the size in bytes
+             */
             public static long sizeof() {
                 return 40L;
             }
 
             /** Byte offset of {@code uint64_t recv_wr_id}. */
             public static final long recv_wr_id$OFFSET = 0L;
-            /** Reads {@code uint64_t recv_wr_id}. @param s the struct @return the value */
+            /**
+             * Reads {@code uint64_t recv_wr_id}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static long recv_wr_id(MemorySegment s) {
                 return s.get(ValueLayout.JAVA_LONG, recv_wr_id$OFFSET);
             }
-            /** Writes {@code uint64_t recv_wr_id}. @param s the struct @param v the value */
+            /**
+             * Writes {@code uint64_t recv_wr_id}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void recv_wr_id(MemorySegment s, long v) {
                 s.set(ValueLayout.JAVA_LONG, recv_wr_id$OFFSET, v);
             }
 
             /** Byte offset of {@code struct ibv_sge * sg_list}. */
             public static final long sg_list$OFFSET = 8L;
-            /** Reads {@code struct ibv_sge * sg_list}. @param s the struct @return the value */
+            /**
+             * Reads {@code struct ibv_sge * sg_list}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static MemorySegment sg_list(MemorySegment s) {
                 return s.get(ValueLayout.ADDRESS, sg_list$OFFSET);
             }
-            /** Writes {@code struct ibv_sge * sg_list}. @param s the struct @param v the value */
+            /**
+             * Writes {@code struct ibv_sge * sg_list}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void sg_list(MemorySegment s, MemorySegment v) {
                 s.set(ValueLayout.ADDRESS, sg_list$OFFSET, v);
             }
 
             /** Byte offset of {@code int num_sge}. */
             public static final long num_sge$OFFSET = 16L;
-            /** Reads {@code int num_sge}. @param s the struct @return the value */
+            /**
+             * Reads {@code int num_sge}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static int num_sge(MemorySegment s) {
                 return s.get(ValueLayout.JAVA_INT, num_sge$OFFSET);
             }
-            /** Writes {@code int num_sge}. @param s the struct @param v the value */
+            /**
+             * Writes {@code int num_sge}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void num_sge(MemorySegment s, int v) {
                 s.set(ValueLayout.JAVA_INT, num_sge$OFFSET, v);
             }
 
             /** Byte offset of {@code uint64_t tag}. */
             public static final long tag$OFFSET = 24L;
-            /** Reads {@code uint64_t tag}. @param s the struct @return the value */
+            /**
+             * Reads {@code uint64_t tag}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static long tag(MemorySegment s) {
                 return s.get(ValueLayout.JAVA_LONG, tag$OFFSET);
             }
-            /** Writes {@code uint64_t tag}. @param s the struct @param v the value */
+            /**
+             * Writes {@code uint64_t tag}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void tag(MemorySegment s, long v) {
                 s.set(ValueLayout.JAVA_LONG, tag$OFFSET, v);
             }
 
             /** Byte offset of {@code uint64_t mask}. */
             public static final long mask$OFFSET = 32L;
-            /** Reads {@code uint64_t mask}. @param s the struct @return the value */
+            /**
+             * Reads {@code uint64_t mask}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static long mask(MemorySegment s) {
                 return s.get(ValueLayout.JAVA_LONG, mask$OFFSET);
             }
-            /** Writes {@code uint64_t mask}. @param s the struct @param v the value */
+            /**
+             * Writes {@code uint64_t mask}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void mask(MemorySegment s, long v) {
                 s.set(ValueLayout.JAVA_LONG, mask$OFFSET, v);
             }

@@ -20,40 +20,74 @@ public final class ibv_packet_pacing_caps {
             ValueLayout.JAVA_INT.withName("qp_rate_limit_max"),
             ValueLayout.JAVA_INT.withName("supported_qpts"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 12L;
     }
 
     /** Byte offset of {@code uint32_t qp_rate_limit_min}. */
     public static final long qp_rate_limit_min$OFFSET = 0L;
-    /** Reads {@code uint32_t qp_rate_limit_min}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t qp_rate_limit_min}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qp_rate_limit_min(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qp_rate_limit_min$OFFSET);
     }
-    /** Writes {@code uint32_t qp_rate_limit_min}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t qp_rate_limit_min}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_rate_limit_min(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qp_rate_limit_min$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t qp_rate_limit_max}. */
     public static final long qp_rate_limit_max$OFFSET = 4L;
-    /** Reads {@code uint32_t qp_rate_limit_max}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t qp_rate_limit_max}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qp_rate_limit_max(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qp_rate_limit_max$OFFSET);
     }
-    /** Writes {@code uint32_t qp_rate_limit_max}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t qp_rate_limit_max}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_rate_limit_max(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qp_rate_limit_max$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t supported_qpts}. */
     public static final long supported_qpts$OFFSET = 8L;
-    /** Reads {@code uint32_t supported_qpts}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t supported_qpts}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int supported_qpts(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, supported_qpts$OFFSET);
     }
-    /** Writes {@code uint32_t supported_qpts}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t supported_qpts}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void supported_qpts(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, supported_qpts$OFFSET, v);
     }

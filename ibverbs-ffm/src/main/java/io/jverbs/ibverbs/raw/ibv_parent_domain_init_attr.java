@@ -24,73 +24,137 @@ public final class ibv_parent_domain_init_attr {
             ValueLayout.ADDRESS.withName("free"),
             ValueLayout.ADDRESS.withName("pd_context"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 48L;
     }
 
     /** Byte offset of {@code struct ibv_pd * pd}. */
     public static final long pd$OFFSET = 0L;
-    /** Reads {@code struct ibv_pd * pd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment pd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, pd$OFFSET);
     }
-    /** Writes {@code struct ibv_pd * pd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, pd$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_td * td}. */
     public static final long td$OFFSET = 8L;
-    /** Reads {@code struct ibv_td * td}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_td * td}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment td(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, td$OFFSET);
     }
-    /** Writes {@code struct ibv_td * td}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_td * td}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void td(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, td$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 16L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code void *(*)(struct ibv_pd *, void *, size_t, size_t, uint64_t) alloc}. */
     public static final long alloc$OFFSET = 24L;
-    /** Reads {@code void *(*)(struct ibv_pd *, void *, size_t, size_t, uint64_t) alloc}. @param s the struct @return the value */
+    /**
+     * Reads {@code void *(*)(struct ibv_pd *, void *, size_t, size_t, uint64_t) alloc}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment alloc(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, alloc$OFFSET);
     }
-    /** Writes {@code void *(*)(struct ibv_pd *, void *, size_t, size_t, uint64_t) alloc}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void *(*)(struct ibv_pd *, void *, size_t, size_t, uint64_t) alloc}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void alloc(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, alloc$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_pd *, void *, void *, uint64_t) free}. */
     public static final long free$OFFSET = 32L;
-    /** Reads {@code void (*)(struct ibv_pd *, void *, void *, uint64_t) free}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_pd *, void *, void *, uint64_t) free}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment free(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, free$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_pd *, void *, void *, uint64_t) free}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_pd *, void *, void *, uint64_t) free}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void free(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, free$OFFSET, v);
     }
 
     /** Byte offset of {@code void * pd_context}. */
     public static final long pd_context$OFFSET = 40L;
-    /** Reads {@code void * pd_context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * pd_context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment pd_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, pd_context$OFFSET);
     }
-    /** Writes {@code void * pd_context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * pd_context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pd_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, pd_context$OFFSET, v);
     }

@@ -20,40 +20,74 @@ public final class ibv_pci_atomic_caps {
             ValueLayout.JAVA_SHORT.withName("swap"),
             ValueLayout.JAVA_SHORT.withName("compare_swap"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 6L;
     }
 
     /** Byte offset of {@code uint16_t fetch_add}. */
     public static final long fetch_add$OFFSET = 0L;
-    /** Reads {@code uint16_t fetch_add}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t fetch_add}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short fetch_add(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, fetch_add$OFFSET);
     }
-    /** Writes {@code uint16_t fetch_add}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t fetch_add}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void fetch_add(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, fetch_add$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t swap}. */
     public static final long swap$OFFSET = 2L;
-    /** Reads {@code uint16_t swap}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t swap}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short swap(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, swap$OFFSET);
     }
-    /** Writes {@code uint16_t swap}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t swap}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void swap(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, swap$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t compare_swap}. */
     public static final long compare_swap$OFFSET = 4L;
-    /** Reads {@code uint16_t compare_swap}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t compare_swap}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short compare_swap(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, compare_swap$OFFSET);
     }
-    /** Writes {@code uint16_t compare_swap}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t compare_swap}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void compare_swap(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, compare_swap$OFFSET, v);
     }

@@ -40,249 +40,473 @@ public final class ibv_port_attr {
             ValueLayout.JAVA_SHORT.withName("port_cap_flags2"),
             MemoryLayout.paddingLayout(2));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 52L;
     }
 
     /** Byte offset of {@code enum ibv_port_state state}. */
     public static final long state$OFFSET = 0L;
-    /** Reads {@code enum ibv_port_state state}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_port_state state}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int state(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, state$OFFSET);
     }
-    /** Writes {@code enum ibv_port_state state}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_port_state state}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void state(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, state$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_mtu max_mtu}. */
     public static final long max_mtu$OFFSET = 4L;
-    /** Reads {@code enum ibv_mtu max_mtu}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_mtu max_mtu}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_mtu(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_mtu$OFFSET);
     }
-    /** Writes {@code enum ibv_mtu max_mtu}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_mtu max_mtu}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_mtu(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_mtu$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_mtu active_mtu}. */
     public static final long active_mtu$OFFSET = 8L;
-    /** Reads {@code enum ibv_mtu active_mtu}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_mtu active_mtu}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int active_mtu(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, active_mtu$OFFSET);
     }
-    /** Writes {@code enum ibv_mtu active_mtu}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_mtu active_mtu}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void active_mtu(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, active_mtu$OFFSET, v);
     }
 
     /** Byte offset of {@code int gid_tbl_len}. */
     public static final long gid_tbl_len$OFFSET = 12L;
-    /** Reads {@code int gid_tbl_len}. @param s the struct @return the value */
+    /**
+     * Reads {@code int gid_tbl_len}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int gid_tbl_len(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, gid_tbl_len$OFFSET);
     }
-    /** Writes {@code int gid_tbl_len}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int gid_tbl_len}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void gid_tbl_len(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, gid_tbl_len$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t port_cap_flags}. */
     public static final long port_cap_flags$OFFSET = 16L;
-    /** Reads {@code uint32_t port_cap_flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t port_cap_flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int port_cap_flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, port_cap_flags$OFFSET);
     }
-    /** Writes {@code uint32_t port_cap_flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t port_cap_flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void port_cap_flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, port_cap_flags$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_msg_sz}. */
     public static final long max_msg_sz$OFFSET = 20L;
-    /** Reads {@code uint32_t max_msg_sz}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_msg_sz}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_msg_sz(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_msg_sz$OFFSET);
     }
-    /** Writes {@code uint32_t max_msg_sz}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_msg_sz}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_msg_sz(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_msg_sz$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t bad_pkey_cntr}. */
     public static final long bad_pkey_cntr$OFFSET = 24L;
-    /** Reads {@code uint32_t bad_pkey_cntr}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t bad_pkey_cntr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int bad_pkey_cntr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, bad_pkey_cntr$OFFSET);
     }
-    /** Writes {@code uint32_t bad_pkey_cntr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t bad_pkey_cntr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void bad_pkey_cntr(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, bad_pkey_cntr$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t qkey_viol_cntr}. */
     public static final long qkey_viol_cntr$OFFSET = 28L;
-    /** Reads {@code uint32_t qkey_viol_cntr}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t qkey_viol_cntr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qkey_viol_cntr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qkey_viol_cntr$OFFSET);
     }
-    /** Writes {@code uint32_t qkey_viol_cntr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t qkey_viol_cntr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qkey_viol_cntr(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qkey_viol_cntr$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t pkey_tbl_len}. */
     public static final long pkey_tbl_len$OFFSET = 32L;
-    /** Reads {@code uint16_t pkey_tbl_len}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t pkey_tbl_len}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short pkey_tbl_len(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, pkey_tbl_len$OFFSET);
     }
-    /** Writes {@code uint16_t pkey_tbl_len}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t pkey_tbl_len}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pkey_tbl_len(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, pkey_tbl_len$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t lid}. */
     public static final long lid$OFFSET = 34L;
-    /** Reads {@code uint16_t lid}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t lid}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short lid(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, lid$OFFSET);
     }
-    /** Writes {@code uint16_t lid}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t lid}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void lid(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, lid$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t sm_lid}. */
     public static final long sm_lid$OFFSET = 36L;
-    /** Reads {@code uint16_t sm_lid}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t sm_lid}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short sm_lid(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, sm_lid$OFFSET);
     }
-    /** Writes {@code uint16_t sm_lid}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t sm_lid}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sm_lid(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, sm_lid$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t lmc}. */
     public static final long lmc$OFFSET = 38L;
-    /** Reads {@code uint8_t lmc}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t lmc}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte lmc(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, lmc$OFFSET);
     }
-    /** Writes {@code uint8_t lmc}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t lmc}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void lmc(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, lmc$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t max_vl_num}. */
     public static final long max_vl_num$OFFSET = 39L;
-    /** Reads {@code uint8_t max_vl_num}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t max_vl_num}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte max_vl_num(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, max_vl_num$OFFSET);
     }
-    /** Writes {@code uint8_t max_vl_num}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t max_vl_num}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_vl_num(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, max_vl_num$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t sm_sl}. */
     public static final long sm_sl$OFFSET = 40L;
-    /** Reads {@code uint8_t sm_sl}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t sm_sl}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte sm_sl(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, sm_sl$OFFSET);
     }
-    /** Writes {@code uint8_t sm_sl}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t sm_sl}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sm_sl(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, sm_sl$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t subnet_timeout}. */
     public static final long subnet_timeout$OFFSET = 41L;
-    /** Reads {@code uint8_t subnet_timeout}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t subnet_timeout}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte subnet_timeout(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, subnet_timeout$OFFSET);
     }
-    /** Writes {@code uint8_t subnet_timeout}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t subnet_timeout}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void subnet_timeout(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, subnet_timeout$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t init_type_reply}. */
     public static final long init_type_reply$OFFSET = 42L;
-    /** Reads {@code uint8_t init_type_reply}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t init_type_reply}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte init_type_reply(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, init_type_reply$OFFSET);
     }
-    /** Writes {@code uint8_t init_type_reply}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t init_type_reply}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void init_type_reply(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, init_type_reply$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t active_width}. */
     public static final long active_width$OFFSET = 43L;
-    /** Reads {@code uint8_t active_width}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t active_width}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte active_width(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, active_width$OFFSET);
     }
-    /** Writes {@code uint8_t active_width}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t active_width}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void active_width(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, active_width$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t active_speed}. */
     public static final long active_speed$OFFSET = 44L;
-    /** Reads {@code uint8_t active_speed}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t active_speed}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte active_speed(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, active_speed$OFFSET);
     }
-    /** Writes {@code uint8_t active_speed}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t active_speed}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void active_speed(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, active_speed$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t phys_state}. */
     public static final long phys_state$OFFSET = 45L;
-    /** Reads {@code uint8_t phys_state}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t phys_state}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte phys_state(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, phys_state$OFFSET);
     }
-    /** Writes {@code uint8_t phys_state}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t phys_state}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void phys_state(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, phys_state$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t link_layer}. */
     public static final long link_layer$OFFSET = 46L;
-    /** Reads {@code uint8_t link_layer}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t link_layer}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte link_layer(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, link_layer$OFFSET);
     }
-    /** Writes {@code uint8_t link_layer}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t link_layer}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void link_layer(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, link_layer$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t flags}. */
     public static final long flags$OFFSET = 47L;
-    /** Reads {@code uint8_t flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, flags$OFFSET);
     }
-    /** Writes {@code uint8_t flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flags(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, flags$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t port_cap_flags2}. */
     public static final long port_cap_flags2$OFFSET = 48L;
-    /** Reads {@code uint16_t port_cap_flags2}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t port_cap_flags2}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short port_cap_flags2(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, port_cap_flags2$OFFSET);
     }
-    /** Writes {@code uint16_t port_cap_flags2}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t port_cap_flags2}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void port_cap_flags2(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, port_cap_flags2$OFFSET, v);
     }

@@ -31,142 +31,266 @@ public final class ibv_qp {
             ValueLayout.JAVA_INT.withName("events_completed"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 160L;
     }
 
     /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 0L;
-    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
-    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
     /** Byte offset of {@code void * qp_context}. */
     public static final long qp_context$OFFSET = 8L;
-    /** Reads {@code void * qp_context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * qp_context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment qp_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, qp_context$OFFSET);
     }
-    /** Writes {@code void * qp_context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * qp_context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, qp_context$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_pd * pd}. */
     public static final long pd$OFFSET = 16L;
-    /** Reads {@code struct ibv_pd * pd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment pd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, pd$OFFSET);
     }
-    /** Writes {@code struct ibv_pd * pd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, pd$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_cq * send_cq}. */
     public static final long send_cq$OFFSET = 24L;
-    /** Reads {@code struct ibv_cq * send_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_cq * send_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment send_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, send_cq$OFFSET);
     }
-    /** Writes {@code struct ibv_cq * send_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_cq * send_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void send_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, send_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_cq * recv_cq}. */
     public static final long recv_cq$OFFSET = 32L;
-    /** Reads {@code struct ibv_cq * recv_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_cq * recv_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment recv_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, recv_cq$OFFSET);
     }
-    /** Writes {@code struct ibv_cq * recv_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_cq * recv_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void recv_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, recv_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_srq * srq}. */
     public static final long srq$OFFSET = 40L;
-    /** Reads {@code struct ibv_srq * srq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_srq * srq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment srq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, srq$OFFSET);
     }
-    /** Writes {@code struct ibv_srq * srq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_srq * srq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void srq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, srq$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t handle}. */
     public static final long handle$OFFSET = 48L;
-    /** Reads {@code uint32_t handle}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int handle(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, handle$OFFSET);
     }
-    /** Writes {@code uint32_t handle}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void handle(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, handle$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t qp_num}. */
     public static final long qp_num$OFFSET = 52L;
-    /** Reads {@code uint32_t qp_num}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t qp_num}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qp_num(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qp_num$OFFSET);
     }
-    /** Writes {@code uint32_t qp_num}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t qp_num}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_num(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qp_num$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_qp_state state}. */
     public static final long state$OFFSET = 56L;
-    /** Reads {@code enum ibv_qp_state state}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_qp_state state}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int state(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, state$OFFSET);
     }
-    /** Writes {@code enum ibv_qp_state state}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_qp_state state}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void state(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, state$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_qp_type qp_type}. */
     public static final long qp_type$OFFSET = 60L;
-    /** Reads {@code enum ibv_qp_type qp_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_qp_type qp_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qp_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qp_type$OFFSET);
     }
-    /** Writes {@code enum ibv_qp_type qp_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_qp_type qp_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qp_type$OFFSET, v);
     }
 
     /** Byte offset of {@code pthread_mutex_t mutex}. */
     public static final long mutex$OFFSET = 64L;
-    /** {@code pthread_mutex_t mutex}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code pthread_mutex_t mutex}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment mutex(MemorySegment s) {
         return s.asSlice(mutex$OFFSET, 40L);
     }
 
     /** Byte offset of {@code pthread_cond_t cond}. */
     public static final long cond$OFFSET = 104L;
-    /** {@code pthread_cond_t cond}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code pthread_cond_t cond}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment cond(MemorySegment s) {
         return s.asSlice(cond$OFFSET, 48L);
     }
 
     /** Byte offset of {@code uint32_t events_completed}. */
     public static final long events_completed$OFFSET = 152L;
-    /** Reads {@code uint32_t events_completed}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t events_completed}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int events_completed(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, events_completed$OFFSET);
     }
-    /** Writes {@code uint32_t events_completed}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t events_completed}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void events_completed(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, events_completed$OFFSET, v);
     }

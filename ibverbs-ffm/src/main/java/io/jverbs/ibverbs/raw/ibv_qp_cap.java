@@ -22,62 +22,116 @@ public final class ibv_qp_cap {
             ValueLayout.JAVA_INT.withName("max_recv_sge"),
             ValueLayout.JAVA_INT.withName("max_inline_data"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 20L;
     }
 
     /** Byte offset of {@code uint32_t max_send_wr}. */
     public static final long max_send_wr$OFFSET = 0L;
-    /** Reads {@code uint32_t max_send_wr}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_send_wr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_send_wr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_send_wr$OFFSET);
     }
-    /** Writes {@code uint32_t max_send_wr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_send_wr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_send_wr(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_send_wr$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_recv_wr}. */
     public static final long max_recv_wr$OFFSET = 4L;
-    /** Reads {@code uint32_t max_recv_wr}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_recv_wr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_recv_wr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_recv_wr$OFFSET);
     }
-    /** Writes {@code uint32_t max_recv_wr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_recv_wr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_recv_wr(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_recv_wr$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_send_sge}. */
     public static final long max_send_sge$OFFSET = 8L;
-    /** Reads {@code uint32_t max_send_sge}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_send_sge}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_send_sge(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_send_sge$OFFSET);
     }
-    /** Writes {@code uint32_t max_send_sge}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_send_sge}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_send_sge(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_send_sge$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_recv_sge}. */
     public static final long max_recv_sge$OFFSET = 12L;
-    /** Reads {@code uint32_t max_recv_sge}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_recv_sge}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_recv_sge(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_recv_sge$OFFSET);
     }
-    /** Writes {@code uint32_t max_recv_sge}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_recv_sge}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_recv_sge(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_recv_sge$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_inline_data}. */
     public static final long max_inline_data$OFFSET = 16L;
-    /** Reads {@code uint32_t max_inline_data}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_inline_data}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_inline_data(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_inline_data$OFFSET);
     }
-    /** Writes {@code uint32_t max_inline_data}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_inline_data}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_inline_data(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_inline_data$OFFSET, v);
     }

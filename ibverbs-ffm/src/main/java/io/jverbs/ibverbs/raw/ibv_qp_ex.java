@@ -43,278 +43,527 @@ public final class ibv_qp_ex {
             ValueLayout.ADDRESS.withName("wr_abort"),
             ValueLayout.ADDRESS.withName("wr_atomic_write"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 352L;
     }
 
     /** Byte offset of {@code struct ibv_qp qp_base}. */
     public static final long qp_base$OFFSET = 0L;
-    /** {@code struct ibv_qp qp_base}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_qp qp_base}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment qp_base(MemorySegment s) {
         return s.asSlice(qp_base$OFFSET, 160L);
     }
 
     /** Byte offset of {@code uint64_t comp_mask}. */
     public static final long comp_mask$OFFSET = 160L;
-    /** Reads {@code uint64_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, comp_mask$OFFSET);
     }
-    /** Writes {@code uint64_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t wr_id}. */
     public static final long wr_id$OFFSET = 168L;
-    /** Reads {@code uint64_t wr_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t wr_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long wr_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, wr_id$OFFSET);
     }
-    /** Writes {@code uint64_t wr_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t wr_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_id(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, wr_id$OFFSET, v);
     }
 
     /** Byte offset of {@code unsigned int wr_flags}. */
     public static final long wr_flags$OFFSET = 176L;
-    /** Reads {@code unsigned int wr_flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code unsigned int wr_flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int wr_flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, wr_flags$OFFSET);
     }
-    /** Writes {@code unsigned int wr_flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code unsigned int wr_flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, wr_flags$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t, uint64_t) wr_atomic_cmp_swp}. */
     public static final long wr_atomic_cmp_swp$OFFSET = 184L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t, uint64_t) wr_atomic_cmp_swp}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t, uint64_t) wr_atomic_cmp_swp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_atomic_cmp_swp(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_atomic_cmp_swp$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t, uint64_t) wr_atomic_cmp_swp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t, uint64_t) wr_atomic_cmp_swp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_atomic_cmp_swp(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_atomic_cmp_swp$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t) wr_atomic_fetch_add}. */
     public static final long wr_atomic_fetch_add$OFFSET = 192L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t) wr_atomic_fetch_add}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t) wr_atomic_fetch_add}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_atomic_fetch_add(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_atomic_fetch_add$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t) wr_atomic_fetch_add}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint64_t) wr_atomic_fetch_add}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_atomic_fetch_add(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_atomic_fetch_add$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, struct ibv_mw *, uint32_t, const struct ibv_mw_bind_info *) wr_bind_mw}. */
     public static final long wr_bind_mw$OFFSET = 200L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, struct ibv_mw *, uint32_t, const struct ibv_mw_bind_info *) wr_bind_mw}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, struct ibv_mw *, uint32_t, const struct ibv_mw_bind_info *) wr_bind_mw}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_bind_mw(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_bind_mw$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, struct ibv_mw *, uint32_t, const struct ibv_mw_bind_info *) wr_bind_mw}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, struct ibv_mw *, uint32_t, const struct ibv_mw_bind_info *) wr_bind_mw}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_bind_mw(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_bind_mw$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_local_inv}. */
     public static final long wr_local_inv$OFFSET = 208L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_local_inv}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_local_inv}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_local_inv(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_local_inv$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_local_inv}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_local_inv}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_local_inv(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_local_inv$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t) wr_rdma_read}. */
     public static final long wr_rdma_read$OFFSET = 216L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t) wr_rdma_read}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t) wr_rdma_read}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_rdma_read(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_rdma_read$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t) wr_rdma_read}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t) wr_rdma_read}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_rdma_read(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_rdma_read$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t) wr_rdma_write}. */
     public static final long wr_rdma_write$OFFSET = 224L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t) wr_rdma_write}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t) wr_rdma_write}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_rdma_write(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_rdma_write$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t) wr_rdma_write}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t) wr_rdma_write}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_rdma_write(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_rdma_write$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, __be32) wr_rdma_write_imm}. */
     public static final long wr_rdma_write_imm$OFFSET = 232L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, __be32) wr_rdma_write_imm}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, __be32) wr_rdma_write_imm}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_rdma_write_imm(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_rdma_write_imm$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, __be32) wr_rdma_write_imm}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, __be32) wr_rdma_write_imm}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_rdma_write_imm(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_rdma_write_imm$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *) wr_send}. */
     public static final long wr_send$OFFSET = 240L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *) wr_send}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *) wr_send}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_send(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_send$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *) wr_send}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *) wr_send}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_send(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_send$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, __be32) wr_send_imm}. */
     public static final long wr_send_imm$OFFSET = 248L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, __be32) wr_send_imm}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, __be32) wr_send_imm}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_send_imm(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_send_imm$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, __be32) wr_send_imm}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, __be32) wr_send_imm}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_send_imm(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_send_imm$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_send_inv}. */
     public static final long wr_send_inv$OFFSET = 256L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_send_inv}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_send_inv}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_send_inv(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_send_inv$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_send_inv}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_send_inv}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_send_inv(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_send_inv$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, void *, uint16_t, uint16_t) wr_send_tso}. */
     public static final long wr_send_tso$OFFSET = 264L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, void *, uint16_t, uint16_t) wr_send_tso}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, void *, uint16_t, uint16_t) wr_send_tso}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_send_tso(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_send_tso$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, void *, uint16_t, uint16_t) wr_send_tso}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, void *, uint16_t, uint16_t) wr_send_tso}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_send_tso(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_send_tso$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, struct ibv_ah *, uint32_t, uint32_t) wr_set_ud_addr}. */
     public static final long wr_set_ud_addr$OFFSET = 272L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, struct ibv_ah *, uint32_t, uint32_t) wr_set_ud_addr}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, struct ibv_ah *, uint32_t, uint32_t) wr_set_ud_addr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_set_ud_addr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_set_ud_addr$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, struct ibv_ah *, uint32_t, uint32_t) wr_set_ud_addr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, struct ibv_ah *, uint32_t, uint32_t) wr_set_ud_addr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_set_ud_addr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_set_ud_addr$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_set_xrc_srqn}. */
     public static final long wr_set_xrc_srqn$OFFSET = 280L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_set_xrc_srqn}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_set_xrc_srqn}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_set_xrc_srqn(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_set_xrc_srqn$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_set_xrc_srqn}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, uint32_t) wr_set_xrc_srqn}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_set_xrc_srqn(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_set_xrc_srqn$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, void *, size_t) wr_set_inline_data}. */
     public static final long wr_set_inline_data$OFFSET = 288L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, void *, size_t) wr_set_inline_data}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, void *, size_t) wr_set_inline_data}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_set_inline_data(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_set_inline_data$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, void *, size_t) wr_set_inline_data}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, void *, size_t) wr_set_inline_data}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_set_inline_data(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_set_inline_data$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, size_t, const struct ibv_data_buf *) wr_set_inline_data_list}. */
     public static final long wr_set_inline_data_list$OFFSET = 296L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, size_t, const struct ibv_data_buf *) wr_set_inline_data_list}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, size_t, const struct ibv_data_buf *) wr_set_inline_data_list}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_set_inline_data_list(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_set_inline_data_list$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, size_t, const struct ibv_data_buf *) wr_set_inline_data_list}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, size_t, const struct ibv_data_buf *) wr_set_inline_data_list}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_set_inline_data_list(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_set_inline_data_list$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint32_t) wr_set_sge}. */
     public static final long wr_set_sge$OFFSET = 304L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint32_t) wr_set_sge}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint32_t) wr_set_sge}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_set_sge(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_set_sge$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint32_t) wr_set_sge}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, uint32_t) wr_set_sge}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_set_sge(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_set_sge$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, size_t, const struct ibv_sge *) wr_set_sge_list}. */
     public static final long wr_set_sge_list$OFFSET = 312L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, size_t, const struct ibv_sge *) wr_set_sge_list}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, size_t, const struct ibv_sge *) wr_set_sge_list}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_set_sge_list(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_set_sge_list$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, size_t, const struct ibv_sge *) wr_set_sge_list}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, size_t, const struct ibv_sge *) wr_set_sge_list}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_set_sge_list(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_set_sge_list$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *) wr_start}. */
     public static final long wr_start$OFFSET = 320L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *) wr_start}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *) wr_start}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_start(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_start$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *) wr_start}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *) wr_start}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_start(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_start$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_qp_ex *) wr_complete}. */
     public static final long wr_complete$OFFSET = 328L;
-    /** Reads {@code int (*)(struct ibv_qp_ex *) wr_complete}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_qp_ex *) wr_complete}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_complete(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_complete$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_qp_ex *) wr_complete}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_qp_ex *) wr_complete}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_complete(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_complete$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *) wr_abort}. */
     public static final long wr_abort$OFFSET = 336L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *) wr_abort}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *) wr_abort}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_abort(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_abort$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *) wr_abort}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *) wr_abort}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_abort(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_abort$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, const void *) wr_atomic_write}. */
     public static final long wr_atomic_write$OFFSET = 344L;
-    /** Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, const void *) wr_atomic_write}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, const void *) wr_atomic_write}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wr_atomic_write(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wr_atomic_write$OFFSET);
     }
-    /** Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, const void *) wr_atomic_write}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(struct ibv_qp_ex *, uint32_t, uint64_t, const void *) wr_atomic_write}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_atomic_write(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wr_atomic_write$OFFSET, v);
     }

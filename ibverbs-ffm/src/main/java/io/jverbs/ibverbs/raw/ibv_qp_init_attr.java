@@ -25,80 +25,149 @@ public final class ibv_qp_init_attr {
             ValueLayout.JAVA_INT.withName("sq_sig_all"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 64L;
     }
 
     /** Byte offset of {@code void * qp_context}. */
     public static final long qp_context$OFFSET = 0L;
-    /** Reads {@code void * qp_context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * qp_context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment qp_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, qp_context$OFFSET);
     }
-    /** Writes {@code void * qp_context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * qp_context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, qp_context$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_cq * send_cq}. */
     public static final long send_cq$OFFSET = 8L;
-    /** Reads {@code struct ibv_cq * send_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_cq * send_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment send_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, send_cq$OFFSET);
     }
-    /** Writes {@code struct ibv_cq * send_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_cq * send_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void send_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, send_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_cq * recv_cq}. */
     public static final long recv_cq$OFFSET = 16L;
-    /** Reads {@code struct ibv_cq * recv_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_cq * recv_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment recv_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, recv_cq$OFFSET);
     }
-    /** Writes {@code struct ibv_cq * recv_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_cq * recv_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void recv_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, recv_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_srq * srq}. */
     public static final long srq$OFFSET = 24L;
-    /** Reads {@code struct ibv_srq * srq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_srq * srq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment srq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, srq$OFFSET);
     }
-    /** Writes {@code struct ibv_srq * srq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_srq * srq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void srq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, srq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_qp_cap cap}. */
     public static final long cap$OFFSET = 32L;
-    /** {@code struct ibv_qp_cap cap}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_qp_cap cap}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment cap(MemorySegment s) {
         return s.asSlice(cap$OFFSET, 20L);
     }
 
     /** Byte offset of {@code enum ibv_qp_type qp_type}. */
     public static final long qp_type$OFFSET = 52L;
-    /** Reads {@code enum ibv_qp_type qp_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_qp_type qp_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qp_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qp_type$OFFSET);
     }
-    /** Writes {@code enum ibv_qp_type qp_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_qp_type qp_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qp_type$OFFSET, v);
     }
 
     /** Byte offset of {@code int sq_sig_all}. */
     public static final long sq_sig_all$OFFSET = 56L;
-    /** Reads {@code int sq_sig_all}. @param s the struct @return the value */
+    /**
+     * Reads {@code int sq_sig_all}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int sq_sig_all(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, sq_sig_all$OFFSET);
     }
-    /** Writes {@code int sq_sig_all}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int sq_sig_all}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sq_sig_all(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, sq_sig_all$OFFSET, v);
     }

@@ -35,175 +35,329 @@ public final class ibv_qp_init_attr_ex {
             MemoryLayout.paddingLayout(4),
             ValueLayout.JAVA_LONG.withName("send_ops_flags"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 136L;
     }
 
     /** Byte offset of {@code void * qp_context}. */
     public static final long qp_context$OFFSET = 0L;
-    /** Reads {@code void * qp_context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * qp_context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment qp_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, qp_context$OFFSET);
     }
-    /** Writes {@code void * qp_context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * qp_context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, qp_context$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_cq * send_cq}. */
     public static final long send_cq$OFFSET = 8L;
-    /** Reads {@code struct ibv_cq * send_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_cq * send_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment send_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, send_cq$OFFSET);
     }
-    /** Writes {@code struct ibv_cq * send_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_cq * send_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void send_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, send_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_cq * recv_cq}. */
     public static final long recv_cq$OFFSET = 16L;
-    /** Reads {@code struct ibv_cq * recv_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_cq * recv_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment recv_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, recv_cq$OFFSET);
     }
-    /** Writes {@code struct ibv_cq * recv_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_cq * recv_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void recv_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, recv_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_srq * srq}. */
     public static final long srq$OFFSET = 24L;
-    /** Reads {@code struct ibv_srq * srq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_srq * srq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment srq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, srq$OFFSET);
     }
-    /** Writes {@code struct ibv_srq * srq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_srq * srq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void srq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, srq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_qp_cap cap}. */
     public static final long cap$OFFSET = 32L;
-    /** {@code struct ibv_qp_cap cap}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_qp_cap cap}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment cap(MemorySegment s) {
         return s.asSlice(cap$OFFSET, 20L);
     }
 
     /** Byte offset of {@code enum ibv_qp_type qp_type}. */
     public static final long qp_type$OFFSET = 52L;
-    /** Reads {@code enum ibv_qp_type qp_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_qp_type qp_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qp_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qp_type$OFFSET);
     }
-    /** Writes {@code enum ibv_qp_type qp_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_qp_type qp_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qp_type$OFFSET, v);
     }
 
     /** Byte offset of {@code int sq_sig_all}. */
     public static final long sq_sig_all$OFFSET = 56L;
-    /** Reads {@code int sq_sig_all}. @param s the struct @return the value */
+    /**
+     * Reads {@code int sq_sig_all}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int sq_sig_all(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, sq_sig_all$OFFSET);
     }
-    /** Writes {@code int sq_sig_all}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int sq_sig_all}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sq_sig_all(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, sq_sig_all$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 60L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_pd * pd}. */
     public static final long pd$OFFSET = 64L;
-    /** Reads {@code struct ibv_pd * pd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment pd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, pd$OFFSET);
     }
-    /** Writes {@code struct ibv_pd * pd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, pd$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_xrcd * xrcd}. */
     public static final long xrcd$OFFSET = 72L;
-    /** Reads {@code struct ibv_xrcd * xrcd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_xrcd * xrcd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment xrcd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, xrcd$OFFSET);
     }
-    /** Writes {@code struct ibv_xrcd * xrcd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_xrcd * xrcd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void xrcd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, xrcd$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t create_flags}. */
     public static final long create_flags$OFFSET = 80L;
-    /** Reads {@code uint32_t create_flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t create_flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int create_flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, create_flags$OFFSET);
     }
-    /** Writes {@code uint32_t create_flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t create_flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void create_flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, create_flags$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t max_tso_header}. */
     public static final long max_tso_header$OFFSET = 84L;
-    /** Reads {@code uint16_t max_tso_header}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t max_tso_header}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short max_tso_header(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, max_tso_header$OFFSET);
     }
-    /** Writes {@code uint16_t max_tso_header}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t max_tso_header}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_tso_header(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, max_tso_header$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_rwq_ind_table * rwq_ind_tbl}. */
     public static final long rwq_ind_tbl$OFFSET = 88L;
-    /** Reads {@code struct ibv_rwq_ind_table * rwq_ind_tbl}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_rwq_ind_table * rwq_ind_tbl}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment rwq_ind_tbl(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, rwq_ind_tbl$OFFSET);
     }
-    /** Writes {@code struct ibv_rwq_ind_table * rwq_ind_tbl}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_rwq_ind_table * rwq_ind_tbl}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rwq_ind_tbl(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, rwq_ind_tbl$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_rx_hash_conf rx_hash_conf}. */
     public static final long rx_hash_conf$OFFSET = 96L;
-    /** {@code struct ibv_rx_hash_conf rx_hash_conf}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_rx_hash_conf rx_hash_conf}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment rx_hash_conf(MemorySegment s) {
         return s.asSlice(rx_hash_conf$OFFSET, 24L);
     }
 
     /** Byte offset of {@code uint32_t source_qpn}. */
     public static final long source_qpn$OFFSET = 120L;
-    /** Reads {@code uint32_t source_qpn}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t source_qpn}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int source_qpn(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, source_qpn$OFFSET);
     }
-    /** Writes {@code uint32_t source_qpn}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t source_qpn}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void source_qpn(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, source_qpn$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t send_ops_flags}. */
     public static final long send_ops_flags$OFFSET = 128L;
-    /** Reads {@code uint64_t send_ops_flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t send_ops_flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long send_ops_flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, send_ops_flags$OFFSET);
     }
-    /** Writes {@code uint64_t send_ops_flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t send_ops_flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void send_ops_flags(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, send_ops_flags$OFFSET, v);
     }

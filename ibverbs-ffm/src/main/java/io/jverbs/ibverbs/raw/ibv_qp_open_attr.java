@@ -23,62 +23,116 @@ public final class ibv_qp_open_attr {
             ValueLayout.JAVA_INT.withName("qp_type"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 32L;
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 0L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t qp_num}. */
     public static final long qp_num$OFFSET = 4L;
-    /** Reads {@code uint32_t qp_num}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t qp_num}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qp_num(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qp_num$OFFSET);
     }
-    /** Writes {@code uint32_t qp_num}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t qp_num}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_num(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qp_num$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_xrcd * xrcd}. */
     public static final long xrcd$OFFSET = 8L;
-    /** Reads {@code struct ibv_xrcd * xrcd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_xrcd * xrcd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment xrcd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, xrcd$OFFSET);
     }
-    /** Writes {@code struct ibv_xrcd * xrcd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_xrcd * xrcd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void xrcd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, xrcd$OFFSET, v);
     }
 
     /** Byte offset of {@code void * qp_context}. */
     public static final long qp_context$OFFSET = 16L;
-    /** Reads {@code void * qp_context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * qp_context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment qp_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, qp_context$OFFSET);
     }
-    /** Writes {@code void * qp_context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * qp_context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, qp_context$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_qp_type qp_type}. */
     public static final long qp_type$OFFSET = 24L;
-    /** Reads {@code enum ibv_qp_type qp_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_qp_type qp_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qp_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qp_type$OFFSET);
     }
-    /** Writes {@code enum ibv_qp_type qp_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_qp_type qp_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qp_type$OFFSET, v);
     }

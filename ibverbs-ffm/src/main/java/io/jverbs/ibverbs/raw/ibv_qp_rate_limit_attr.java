@@ -22,51 +22,95 @@ public final class ibv_qp_rate_limit_attr {
             MemoryLayout.paddingLayout(2),
             ValueLayout.JAVA_INT.withName("comp_mask"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code uint32_t rate_limit}. */
     public static final long rate_limit$OFFSET = 0L;
-    /** Reads {@code uint32_t rate_limit}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t rate_limit}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int rate_limit(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, rate_limit$OFFSET);
     }
-    /** Writes {@code uint32_t rate_limit}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t rate_limit}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rate_limit(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, rate_limit$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_burst_sz}. */
     public static final long max_burst_sz$OFFSET = 4L;
-    /** Reads {@code uint32_t max_burst_sz}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_burst_sz}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_burst_sz(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_burst_sz$OFFSET);
     }
-    /** Writes {@code uint32_t max_burst_sz}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_burst_sz}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_burst_sz(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_burst_sz$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t typical_pkt_sz}. */
     public static final long typical_pkt_sz$OFFSET = 8L;
-    /** Reads {@code uint16_t typical_pkt_sz}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t typical_pkt_sz}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short typical_pkt_sz(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, typical_pkt_sz$OFFSET);
     }
-    /** Writes {@code uint16_t typical_pkt_sz}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t typical_pkt_sz}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void typical_pkt_sz(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, typical_pkt_sz$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 12L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }

@@ -22,51 +22,95 @@ public final class ibv_recv_wr {
             ValueLayout.JAVA_INT.withName("num_sge"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 32L;
     }
 
     /** Byte offset of {@code uint64_t wr_id}. */
     public static final long wr_id$OFFSET = 0L;
-    /** Reads {@code uint64_t wr_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t wr_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long wr_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, wr_id$OFFSET);
     }
-    /** Writes {@code uint64_t wr_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t wr_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_id(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, wr_id$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_recv_wr * next}. */
     public static final long next$OFFSET = 8L;
-    /** Reads {@code struct ibv_recv_wr * next}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_recv_wr * next}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment next(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, next$OFFSET);
     }
-    /** Writes {@code struct ibv_recv_wr * next}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_recv_wr * next}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void next(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, next$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_sge * sg_list}. */
     public static final long sg_list$OFFSET = 16L;
-    /** Reads {@code struct ibv_sge * sg_list}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_sge * sg_list}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment sg_list(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, sg_list$OFFSET);
     }
-    /** Writes {@code struct ibv_sge * sg_list}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_sge * sg_list}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sg_list(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, sg_list$OFFSET, v);
     }
 
     /** Byte offset of {@code int num_sge}. */
     public static final long num_sge$OFFSET = 24L;
-    /** Reads {@code int num_sge}. @param s the struct @return the value */
+    /**
+     * Reads {@code int num_sge}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int num_sge(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, num_sge$OFFSET);
     }
-    /** Writes {@code int num_sge}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int num_sge}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void num_sge(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, num_sge$OFFSET, v);
     }

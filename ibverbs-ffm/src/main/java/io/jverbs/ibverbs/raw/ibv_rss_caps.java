@@ -24,62 +24,116 @@ public final class ibv_rss_caps {
             ValueLayout.JAVA_BYTE.withName("rx_hash_function"),
             MemoryLayout.paddingLayout(7));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 32L;
     }
 
     /** Byte offset of {@code uint32_t supported_qpts}. */
     public static final long supported_qpts$OFFSET = 0L;
-    /** Reads {@code uint32_t supported_qpts}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t supported_qpts}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int supported_qpts(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, supported_qpts$OFFSET);
     }
-    /** Writes {@code uint32_t supported_qpts}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t supported_qpts}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void supported_qpts(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, supported_qpts$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_rwq_indirection_tables}. */
     public static final long max_rwq_indirection_tables$OFFSET = 4L;
-    /** Reads {@code uint32_t max_rwq_indirection_tables}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_rwq_indirection_tables}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_rwq_indirection_tables(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_rwq_indirection_tables$OFFSET);
     }
-    /** Writes {@code uint32_t max_rwq_indirection_tables}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_rwq_indirection_tables}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_rwq_indirection_tables(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_rwq_indirection_tables$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_rwq_indirection_table_size}. */
     public static final long max_rwq_indirection_table_size$OFFSET = 8L;
-    /** Reads {@code uint32_t max_rwq_indirection_table_size}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_rwq_indirection_table_size}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_rwq_indirection_table_size(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_rwq_indirection_table_size$OFFSET);
     }
-    /** Writes {@code uint32_t max_rwq_indirection_table_size}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_rwq_indirection_table_size}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_rwq_indirection_table_size(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_rwq_indirection_table_size$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t rx_hash_fields_mask}. */
     public static final long rx_hash_fields_mask$OFFSET = 16L;
-    /** Reads {@code uint64_t rx_hash_fields_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t rx_hash_fields_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long rx_hash_fields_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, rx_hash_fields_mask$OFFSET);
     }
-    /** Writes {@code uint64_t rx_hash_fields_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t rx_hash_fields_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rx_hash_fields_mask(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, rx_hash_fields_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t rx_hash_function}. */
     public static final long rx_hash_function$OFFSET = 24L;
-    /** Reads {@code uint8_t rx_hash_function}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t rx_hash_function}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte rx_hash_function(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, rx_hash_function$OFFSET);
     }
-    /** Writes {@code uint8_t rx_hash_function}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t rx_hash_function}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rx_hash_function(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, rx_hash_function$OFFSET, v);
     }

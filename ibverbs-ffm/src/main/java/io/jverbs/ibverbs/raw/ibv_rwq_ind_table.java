@@ -22,51 +22,95 @@ public final class ibv_rwq_ind_table {
             ValueLayout.JAVA_INT.withName("comp_mask"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 24L;
     }
 
     /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 0L;
-    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
-    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
     /** Byte offset of {@code int ind_tbl_handle}. */
     public static final long ind_tbl_handle$OFFSET = 8L;
-    /** Reads {@code int ind_tbl_handle}. @param s the struct @return the value */
+    /**
+     * Reads {@code int ind_tbl_handle}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int ind_tbl_handle(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, ind_tbl_handle$OFFSET);
     }
-    /** Writes {@code int ind_tbl_handle}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int ind_tbl_handle}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ind_tbl_handle(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, ind_tbl_handle$OFFSET, v);
     }
 
     /** Byte offset of {@code int ind_tbl_num}. */
     public static final long ind_tbl_num$OFFSET = 12L;
-    /** Reads {@code int ind_tbl_num}. @param s the struct @return the value */
+    /**
+     * Reads {@code int ind_tbl_num}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int ind_tbl_num(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, ind_tbl_num$OFFSET);
     }
-    /** Writes {@code int ind_tbl_num}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int ind_tbl_num}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ind_tbl_num(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, ind_tbl_num$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 16L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }

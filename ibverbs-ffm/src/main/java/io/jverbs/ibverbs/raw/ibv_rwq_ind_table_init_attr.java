@@ -22,40 +22,74 @@ public final class ibv_rwq_ind_table_init_attr {
             ValueLayout.JAVA_INT.withName("comp_mask"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 24L;
     }
 
     /** Byte offset of {@code uint32_t log_ind_tbl_size}. */
     public static final long log_ind_tbl_size$OFFSET = 0L;
-    /** Reads {@code uint32_t log_ind_tbl_size}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t log_ind_tbl_size}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int log_ind_tbl_size(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, log_ind_tbl_size$OFFSET);
     }
-    /** Writes {@code uint32_t log_ind_tbl_size}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t log_ind_tbl_size}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void log_ind_tbl_size(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, log_ind_tbl_size$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_wq ** ind_tbl}. */
     public static final long ind_tbl$OFFSET = 8L;
-    /** Reads {@code struct ibv_wq ** ind_tbl}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_wq ** ind_tbl}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment ind_tbl(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, ind_tbl$OFFSET);
     }
-    /** Writes {@code struct ibv_wq ** ind_tbl}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_wq ** ind_tbl}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ind_tbl(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, ind_tbl$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 16L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }

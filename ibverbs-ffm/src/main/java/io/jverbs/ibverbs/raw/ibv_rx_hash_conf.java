@@ -22,51 +22,95 @@ public final class ibv_rx_hash_conf {
             ValueLayout.ADDRESS.withName("rx_hash_key"),
             ValueLayout.JAVA_LONG.withName("rx_hash_fields_mask"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 24L;
     }
 
     /** Byte offset of {@code uint8_t rx_hash_function}. */
     public static final long rx_hash_function$OFFSET = 0L;
-    /** Reads {@code uint8_t rx_hash_function}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t rx_hash_function}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte rx_hash_function(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, rx_hash_function$OFFSET);
     }
-    /** Writes {@code uint8_t rx_hash_function}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t rx_hash_function}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rx_hash_function(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, rx_hash_function$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t rx_hash_key_len}. */
     public static final long rx_hash_key_len$OFFSET = 1L;
-    /** Reads {@code uint8_t rx_hash_key_len}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t rx_hash_key_len}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte rx_hash_key_len(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, rx_hash_key_len$OFFSET);
     }
-    /** Writes {@code uint8_t rx_hash_key_len}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t rx_hash_key_len}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rx_hash_key_len(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, rx_hash_key_len$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t * rx_hash_key}. */
     public static final long rx_hash_key$OFFSET = 8L;
-    /** Reads {@code uint8_t * rx_hash_key}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t * rx_hash_key}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment rx_hash_key(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, rx_hash_key$OFFSET);
     }
-    /** Writes {@code uint8_t * rx_hash_key}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t * rx_hash_key}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rx_hash_key(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, rx_hash_key$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t rx_hash_fields_mask}. */
     public static final long rx_hash_fields_mask$OFFSET = 16L;
-    /** Reads {@code uint64_t rx_hash_fields_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t rx_hash_fields_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long rx_hash_fields_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, rx_hash_fields_mask$OFFSET);
     }
-    /** Writes {@code uint64_t rx_hash_fields_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t rx_hash_fields_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rx_hash_fields_mask(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, rx_hash_fields_mask$OFFSET, v);
     }

@@ -32,123 +32,227 @@ public final class ibv_send_wr {
                 bind_mw.LAYOUT.withName("bind_mw"),
                 tso.LAYOUT.withName("tso")).withName("$anon1"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 128L;
     }
 
     /** Byte offset of {@code uint64_t wr_id}. */
     public static final long wr_id$OFFSET = 0L;
-    /** Reads {@code uint64_t wr_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t wr_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long wr_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, wr_id$OFFSET);
     }
-    /** Writes {@code uint64_t wr_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t wr_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wr_id(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, wr_id$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_send_wr * next}. */
     public static final long next$OFFSET = 8L;
-    /** Reads {@code struct ibv_send_wr * next}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_send_wr * next}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment next(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, next$OFFSET);
     }
-    /** Writes {@code struct ibv_send_wr * next}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_send_wr * next}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void next(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, next$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_sge * sg_list}. */
     public static final long sg_list$OFFSET = 16L;
-    /** Reads {@code struct ibv_sge * sg_list}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_sge * sg_list}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment sg_list(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, sg_list$OFFSET);
     }
-    /** Writes {@code struct ibv_sge * sg_list}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_sge * sg_list}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sg_list(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, sg_list$OFFSET, v);
     }
 
     /** Byte offset of {@code int num_sge}. */
     public static final long num_sge$OFFSET = 24L;
-    /** Reads {@code int num_sge}. @param s the struct @return the value */
+    /**
+     * Reads {@code int num_sge}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int num_sge(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, num_sge$OFFSET);
     }
-    /** Writes {@code int num_sge}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int num_sge}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void num_sge(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, num_sge$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_wr_opcode opcode}. */
     public static final long opcode$OFFSET = 28L;
-    /** Reads {@code enum ibv_wr_opcode opcode}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_wr_opcode opcode}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int opcode(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, opcode$OFFSET);
     }
-    /** Writes {@code enum ibv_wr_opcode opcode}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_wr_opcode opcode}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void opcode(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, opcode$OFFSET, v);
     }
 
     /** Byte offset of {@code unsigned int send_flags}. */
     public static final long send_flags$OFFSET = 32L;
-    /** Reads {@code unsigned int send_flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code unsigned int send_flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int send_flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, send_flags$OFFSET);
     }
-    /** Writes {@code unsigned int send_flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code unsigned int send_flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void send_flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, send_flags$OFFSET, v);
     }
 
     /** Byte offset of {@code __be32 imm_data}. */
     public static final long imm_data$OFFSET = 36L;
-    /** Reads {@code __be32 imm_data}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be32 imm_data}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int imm_data(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, imm_data$OFFSET);
     }
-    /** Writes {@code __be32 imm_data}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be32 imm_data}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void imm_data(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, imm_data$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t invalidate_rkey}. */
     public static final long invalidate_rkey$OFFSET = 36L;
-    /** Reads {@code uint32_t invalidate_rkey}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t invalidate_rkey}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int invalidate_rkey(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, invalidate_rkey$OFFSET);
     }
-    /** Writes {@code uint32_t invalidate_rkey}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t invalidate_rkey}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void invalidate_rkey(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, invalidate_rkey$OFFSET, v);
     }
 
     /** Byte offset of {@code union {...} wr}. */
     public static final long wr$OFFSET = 40L;
-    /** {@code union {...} wr}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union {...} wr}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment wr(MemorySegment s) {
         return s.asSlice(wr$OFFSET, 32L);
     }
 
     /** Byte offset of {@code union {...} qp_type}. */
     public static final long qp_type$OFFSET = 72L;
-    /** {@code union {...} qp_type}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union {...} qp_type}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment qp_type(MemorySegment s) {
         return s.asSlice(qp_type$OFFSET, 4L);
     }
 
     /** Byte offset of {@code struct {...} bind_mw}. */
     public static final long bind_mw$OFFSET = 80L;
-    /** {@code struct {...} bind_mw}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct {...} bind_mw}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment bind_mw(MemorySegment s) {
         return s.asSlice(bind_mw$OFFSET, 48L);
     }
 
     /** Byte offset of {@code struct {...} tso}. */
     public static final long tso$OFFSET = 80L;
-    /** {@code struct {...} tso}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct {...} tso}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment tso(MemorySegment s) {
         return s.asSlice(tso$OFFSET, 16L);
     }
@@ -167,28 +271,47 @@ public final class ibv_send_wr {
                 atomic.LAYOUT.withName("atomic"),
                 ud.LAYOUT.withName("ud"));
 
-        /** @return the C {@code sizeof}, in bytes */
+        /**
+         * The C {@code sizeof} of the struct.
+         *
+         * @return the size in bytes
+         */
         public static long sizeof() {
             return 32L;
         }
 
         /** Byte offset of {@code struct {...} rdma}. */
         public static final long rdma$OFFSET = 0L;
-        /** {@code struct {...} rdma}, as a slice of {@code s}. @param s the struct @return the slice */
+        /**
+         * {@code struct {...} rdma}, as a slice of {@code s}.
+         *
+         * @param s the struct
+         * @return the slice
+         */
         public static MemorySegment rdma(MemorySegment s) {
             return s.asSlice(rdma$OFFSET, 16L);
         }
 
         /** Byte offset of {@code struct {...} atomic}. */
         public static final long atomic$OFFSET = 0L;
-        /** {@code struct {...} atomic}, as a slice of {@code s}. @param s the struct @return the slice */
+        /**
+         * {@code struct {...} atomic}, as a slice of {@code s}.
+         *
+         * @param s the struct
+         * @return the slice
+         */
         public static MemorySegment atomic(MemorySegment s) {
             return s.asSlice(atomic$OFFSET, 32L);
         }
 
         /** Byte offset of {@code struct {...} ud}. */
         public static final long ud$OFFSET = 0L;
-        /** {@code struct {...} ud}, as a slice of {@code s}. @param s the struct @return the slice */
+        /**
+         * {@code struct {...} ud}, as a slice of {@code s}.
+         *
+         * @param s the struct
+         * @return the slice
+         */
         public static MemorySegment ud(MemorySegment s) {
             return s.asSlice(ud$OFFSET, 16L);
         }
@@ -207,29 +330,53 @@ public final class ibv_send_wr {
                     ValueLayout.JAVA_INT.withName("rkey"),
                     MemoryLayout.paddingLayout(4));
 
-            /** @return the C {@code sizeof}, in bytes */
+            /**
+             * The C {@code sizeof} of the struct.
+             *
+             * @return the size in bytes
+             */
             public static long sizeof() {
                 return 16L;
             }
 
             /** Byte offset of {@code uint64_t remote_addr}. */
             public static final long remote_addr$OFFSET = 0L;
-            /** Reads {@code uint64_t remote_addr}. @param s the struct @return the value */
+            /**
+             * Reads {@code uint64_t remote_addr}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static long remote_addr(MemorySegment s) {
                 return s.get(ValueLayout.JAVA_LONG, remote_addr$OFFSET);
             }
-            /** Writes {@code uint64_t remote_addr}. @param s the struct @param v the value */
+            /**
+             * Writes {@code uint64_t remote_addr}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void remote_addr(MemorySegment s, long v) {
                 s.set(ValueLayout.JAVA_LONG, remote_addr$OFFSET, v);
             }
 
             /** Byte offset of {@code uint32_t rkey}. */
             public static final long rkey$OFFSET = 8L;
-            /** Reads {@code uint32_t rkey}. @param s the struct @return the value */
+            /**
+             * Reads {@code uint32_t rkey}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static int rkey(MemorySegment s) {
                 return s.get(ValueLayout.JAVA_INT, rkey$OFFSET);
             }
-            /** Writes {@code uint32_t rkey}. @param s the struct @param v the value */
+            /**
+             * Writes {@code uint32_t rkey}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void rkey(MemorySegment s, int v) {
                 s.set(ValueLayout.JAVA_INT, rkey$OFFSET, v);
             }
@@ -251,51 +398,95 @@ public final class ibv_send_wr {
                     ValueLayout.JAVA_INT.withName("rkey"),
                     MemoryLayout.paddingLayout(4));
 
-            /** @return the C {@code sizeof}, in bytes */
+            /**
+             * The C {@code sizeof} of the struct.
+             *
+             * @return the size in bytes
+             */
             public static long sizeof() {
                 return 32L;
             }
 
             /** Byte offset of {@code uint64_t remote_addr}. */
             public static final long remote_addr$OFFSET = 0L;
-            /** Reads {@code uint64_t remote_addr}. @param s the struct @return the value */
+            /**
+             * Reads {@code uint64_t remote_addr}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static long remote_addr(MemorySegment s) {
                 return s.get(ValueLayout.JAVA_LONG, remote_addr$OFFSET);
             }
-            /** Writes {@code uint64_t remote_addr}. @param s the struct @param v the value */
+            /**
+             * Writes {@code uint64_t remote_addr}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void remote_addr(MemorySegment s, long v) {
                 s.set(ValueLayout.JAVA_LONG, remote_addr$OFFSET, v);
             }
 
             /** Byte offset of {@code uint64_t compare_add}. */
             public static final long compare_add$OFFSET = 8L;
-            /** Reads {@code uint64_t compare_add}. @param s the struct @return the value */
+            /**
+             * Reads {@code uint64_t compare_add}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static long compare_add(MemorySegment s) {
                 return s.get(ValueLayout.JAVA_LONG, compare_add$OFFSET);
             }
-            /** Writes {@code uint64_t compare_add}. @param s the struct @param v the value */
+            /**
+             * Writes {@code uint64_t compare_add}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void compare_add(MemorySegment s, long v) {
                 s.set(ValueLayout.JAVA_LONG, compare_add$OFFSET, v);
             }
 
             /** Byte offset of {@code uint64_t swap}. */
             public static final long swap$OFFSET = 16L;
-            /** Reads {@code uint64_t swap}. @param s the struct @return the value */
+            /**
+             * Reads {@code uint64_t swap}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static long swap(MemorySegment s) {
                 return s.get(ValueLayout.JAVA_LONG, swap$OFFSET);
             }
-            /** Writes {@code uint64_t swap}. @param s the struct @param v the value */
+            /**
+             * Writes {@code uint64_t swap}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void swap(MemorySegment s, long v) {
                 s.set(ValueLayout.JAVA_LONG, swap$OFFSET, v);
             }
 
             /** Byte offset of {@code uint32_t rkey}. */
             public static final long rkey$OFFSET = 24L;
-            /** Reads {@code uint32_t rkey}. @param s the struct @return the value */
+            /**
+             * Reads {@code uint32_t rkey}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static int rkey(MemorySegment s) {
                 return s.get(ValueLayout.JAVA_INT, rkey$OFFSET);
             }
-            /** Writes {@code uint32_t rkey}. @param s the struct @param v the value */
+            /**
+             * Writes {@code uint32_t rkey}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void rkey(MemorySegment s, int v) {
                 s.set(ValueLayout.JAVA_INT, rkey$OFFSET, v);
             }
@@ -315,40 +506,74 @@ public final class ibv_send_wr {
                     ValueLayout.JAVA_INT.withName("remote_qpn"),
                     ValueLayout.JAVA_INT.withName("remote_qkey"));
 
-            /** @return the C {@code sizeof}, in bytes */
+            /**
+             * The C {@code sizeof} of the struct.
+             *
+             * @return the size in bytes
+             */
             public static long sizeof() {
                 return 16L;
             }
 
             /** Byte offset of {@code struct ibv_ah * ah}. */
             public static final long ah$OFFSET = 0L;
-            /** Reads {@code struct ibv_ah * ah}. @param s the struct @return the value */
+            /**
+             * Reads {@code struct ibv_ah * ah}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static MemorySegment ah(MemorySegment s) {
                 return s.get(ValueLayout.ADDRESS, ah$OFFSET);
             }
-            /** Writes {@code struct ibv_ah * ah}. @param s the struct @param v the value */
+            /**
+             * Writes {@code struct ibv_ah * ah}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void ah(MemorySegment s, MemorySegment v) {
                 s.set(ValueLayout.ADDRESS, ah$OFFSET, v);
             }
 
             /** Byte offset of {@code uint32_t remote_qpn}. */
             public static final long remote_qpn$OFFSET = 8L;
-            /** Reads {@code uint32_t remote_qpn}. @param s the struct @return the value */
+            /**
+             * Reads {@code uint32_t remote_qpn}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static int remote_qpn(MemorySegment s) {
                 return s.get(ValueLayout.JAVA_INT, remote_qpn$OFFSET);
             }
-            /** Writes {@code uint32_t remote_qpn}. @param s the struct @param v the value */
+            /**
+             * Writes {@code uint32_t remote_qpn}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void remote_qpn(MemorySegment s, int v) {
                 s.set(ValueLayout.JAVA_INT, remote_qpn$OFFSET, v);
             }
 
             /** Byte offset of {@code uint32_t remote_qkey}. */
             public static final long remote_qkey$OFFSET = 12L;
-            /** Reads {@code uint32_t remote_qkey}. @param s the struct @return the value */
+            /**
+             * Reads {@code uint32_t remote_qkey}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static int remote_qkey(MemorySegment s) {
                 return s.get(ValueLayout.JAVA_INT, remote_qkey$OFFSET);
             }
-            /** Writes {@code uint32_t remote_qkey}. @param s the struct @param v the value */
+            /**
+             * Writes {@code uint32_t remote_qkey}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void remote_qkey(MemorySegment s, int v) {
                 s.set(ValueLayout.JAVA_INT, remote_qkey$OFFSET, v);
             }
@@ -367,14 +592,23 @@ public final class ibv_send_wr {
         public static final GroupLayout LAYOUT = MemoryLayout.unionLayout(
                 xrc.LAYOUT.withName("xrc"));
 
-        /** @return the C {@code sizeof}, in bytes */
+        /**
+         * The C {@code sizeof} of the struct.
+         *
+         * @return the size in bytes
+         */
         public static long sizeof() {
             return 4L;
         }
 
         /** Byte offset of {@code struct {...} xrc}. */
         public static final long xrc$OFFSET = 0L;
-        /** {@code struct {...} xrc}, as a slice of {@code s}. @param s the struct @return the slice */
+        /**
+         * {@code struct {...} xrc}, as a slice of {@code s}.
+         *
+         * @param s the struct
+         * @return the slice
+         */
         public static MemorySegment xrc(MemorySegment s) {
             return s.asSlice(xrc$OFFSET, 4L);
         }
@@ -391,18 +625,32 @@ public final class ibv_send_wr {
             public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
                     ValueLayout.JAVA_INT.withName("remote_srqn"));
 
-            /** @return the C {@code sizeof}, in bytes */
+            /**
+             * The C {@code sizeof} of the struct.
+             *
+             * @return the size in bytes
+             */
             public static long sizeof() {
                 return 4L;
             }
 
             /** Byte offset of {@code uint32_t remote_srqn}. */
             public static final long remote_srqn$OFFSET = 0L;
-            /** Reads {@code uint32_t remote_srqn}. @param s the struct @return the value */
+            /**
+             * Reads {@code uint32_t remote_srqn}.
+             *
+             * @param s the struct
+             * @return the value
+             */
             public static int remote_srqn(MemorySegment s) {
                 return s.get(ValueLayout.JAVA_INT, remote_srqn$OFFSET);
             }
-            /** Writes {@code uint32_t remote_srqn}. @param s the struct @param v the value */
+            /**
+             * Writes {@code uint32_t remote_srqn}.
+             *
+             * @param s the struct
+             * @param v the value
+             */
             public static void remote_srqn(MemorySegment s, int v) {
                 s.set(ValueLayout.JAVA_INT, remote_srqn$OFFSET, v);
             }
@@ -424,36 +672,65 @@ public final class ibv_send_wr {
                 MemoryLayout.paddingLayout(4),
                 ibv_mw_bind_info.LAYOUT.withName("bind_info"));
 
-        /** @return the C {@code sizeof}, in bytes */
+        /**
+         * The C {@code sizeof} of the struct.
+         *
+         * @return the size in bytes
+         */
         public static long sizeof() {
             return 48L;
         }
 
         /** Byte offset of {@code struct ibv_mw * mw}. */
         public static final long mw$OFFSET = 0L;
-        /** Reads {@code struct ibv_mw * mw}. @param s the struct @return the value */
+        /**
+         * Reads {@code struct ibv_mw * mw}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static MemorySegment mw(MemorySegment s) {
             return s.get(ValueLayout.ADDRESS, mw$OFFSET);
         }
-        /** Writes {@code struct ibv_mw * mw}. @param s the struct @param v the value */
+        /**
+         * Writes {@code struct ibv_mw * mw}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void mw(MemorySegment s, MemorySegment v) {
             s.set(ValueLayout.ADDRESS, mw$OFFSET, v);
         }
 
         /** Byte offset of {@code uint32_t rkey}. */
         public static final long rkey$OFFSET = 8L;
-        /** Reads {@code uint32_t rkey}. @param s the struct @return the value */
+        /**
+         * Reads {@code uint32_t rkey}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static int rkey(MemorySegment s) {
             return s.get(ValueLayout.JAVA_INT, rkey$OFFSET);
         }
-        /** Writes {@code uint32_t rkey}. @param s the struct @param v the value */
+        /**
+         * Writes {@code uint32_t rkey}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void rkey(MemorySegment s, int v) {
             s.set(ValueLayout.JAVA_INT, rkey$OFFSET, v);
         }
 
         /** Byte offset of {@code struct ibv_mw_bind_info bind_info}. */
         public static final long bind_info$OFFSET = 16L;
-        /** {@code struct ibv_mw_bind_info bind_info}, as a slice of {@code s}. @param s the struct @return the slice */
+        /**
+         * {@code struct ibv_mw_bind_info bind_info}, as a slice of {@code s}.
+         *
+         * @param s the struct
+         * @return the slice
+         */
         public static MemorySegment bind_info(MemorySegment s) {
             return s.asSlice(bind_info$OFFSET, 32L);
         }
@@ -474,40 +751,74 @@ public final class ibv_send_wr {
                 ValueLayout.JAVA_SHORT.withName("mss"),
                 MemoryLayout.paddingLayout(4));
 
-        /** @return the C {@code sizeof}, in bytes */
+        /**
+         * The C {@code sizeof} of the struct.
+         *
+         * @return the size in bytes
+         */
         public static long sizeof() {
             return 16L;
         }
 
         /** Byte offset of {@code void * hdr}. */
         public static final long hdr$OFFSET = 0L;
-        /** Reads {@code void * hdr}. @param s the struct @return the value */
+        /**
+         * Reads {@code void * hdr}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static MemorySegment hdr(MemorySegment s) {
             return s.get(ValueLayout.ADDRESS, hdr$OFFSET);
         }
-        /** Writes {@code void * hdr}. @param s the struct @param v the value */
+        /**
+         * Writes {@code void * hdr}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void hdr(MemorySegment s, MemorySegment v) {
             s.set(ValueLayout.ADDRESS, hdr$OFFSET, v);
         }
 
         /** Byte offset of {@code uint16_t hdr_sz}. */
         public static final long hdr_sz$OFFSET = 8L;
-        /** Reads {@code uint16_t hdr_sz}. @param s the struct @return the value */
+        /**
+         * Reads {@code uint16_t hdr_sz}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static short hdr_sz(MemorySegment s) {
             return s.get(ValueLayout.JAVA_SHORT, hdr_sz$OFFSET);
         }
-        /** Writes {@code uint16_t hdr_sz}. @param s the struct @param v the value */
+        /**
+         * Writes {@code uint16_t hdr_sz}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void hdr_sz(MemorySegment s, short v) {
             s.set(ValueLayout.JAVA_SHORT, hdr_sz$OFFSET, v);
         }
 
         /** Byte offset of {@code uint16_t mss}. */
         public static final long mss$OFFSET = 10L;
-        /** Reads {@code uint16_t mss}. @param s the struct @return the value */
+        /**
+         * Reads {@code uint16_t mss}.
+         *
+         * @param s the struct
+         * @return the value
+         */
         public static short mss(MemorySegment s) {
             return s.get(ValueLayout.JAVA_SHORT, mss$OFFSET);
         }
-        /** Writes {@code uint16_t mss}. @param s the struct @param v the value */
+        /**
+         * Writes {@code uint16_t mss}.
+         *
+         * @param s the struct
+         * @param v the value
+         */
         public static void mss(MemorySegment s, short v) {
             s.set(ValueLayout.JAVA_SHORT, mss$OFFSET, v);
         }

@@ -20,40 +20,74 @@ public final class ibv_sge {
             ValueLayout.JAVA_INT.withName("length"),
             ValueLayout.JAVA_INT.withName("lkey"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code uint64_t addr}. */
     public static final long addr$OFFSET = 0L;
-    /** Reads {@code uint64_t addr}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t addr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long addr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, addr$OFFSET);
     }
-    /** Writes {@code uint64_t addr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t addr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void addr(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, addr$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t length}. */
     public static final long length$OFFSET = 8L;
-    /** Reads {@code uint32_t length}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t length}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int length(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, length$OFFSET);
     }
-    /** Writes {@code uint32_t length}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t length}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void length(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, length$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t lkey}. */
     public static final long lkey$OFFSET = 12L;
-    /** Reads {@code uint32_t lkey}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t lkey}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int lkey(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, lkey$OFFSET);
     }
-    /** Writes {@code uint32_t lkey}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t lkey}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void lkey(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, lkey$OFFSET, v);
     }

@@ -26,76 +26,140 @@ public final class ibv_srq {
             ValueLayout.JAVA_INT.withName("events_completed"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 128L;
     }
 
     /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 0L;
-    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
-    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
     /** Byte offset of {@code void * srq_context}. */
     public static final long srq_context$OFFSET = 8L;
-    /** Reads {@code void * srq_context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * srq_context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment srq_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, srq_context$OFFSET);
     }
-    /** Writes {@code void * srq_context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * srq_context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void srq_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, srq_context$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_pd * pd}. */
     public static final long pd$OFFSET = 16L;
-    /** Reads {@code struct ibv_pd * pd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment pd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, pd$OFFSET);
     }
-    /** Writes {@code struct ibv_pd * pd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, pd$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t handle}. */
     public static final long handle$OFFSET = 24L;
-    /** Reads {@code uint32_t handle}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int handle(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, handle$OFFSET);
     }
-    /** Writes {@code uint32_t handle}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void handle(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, handle$OFFSET, v);
     }
 
     /** Byte offset of {@code pthread_mutex_t mutex}. */
     public static final long mutex$OFFSET = 32L;
-    /** {@code pthread_mutex_t mutex}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code pthread_mutex_t mutex}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment mutex(MemorySegment s) {
         return s.asSlice(mutex$OFFSET, 40L);
     }
 
     /** Byte offset of {@code pthread_cond_t cond}. */
     public static final long cond$OFFSET = 72L;
-    /** {@code pthread_cond_t cond}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code pthread_cond_t cond}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment cond(MemorySegment s) {
         return s.asSlice(cond$OFFSET, 48L);
     }
 
     /** Byte offset of {@code uint32_t events_completed}. */
     public static final long events_completed$OFFSET = 120L;
-    /** Reads {@code uint32_t events_completed}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t events_completed}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int events_completed(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, events_completed$OFFSET);
     }
-    /** Writes {@code uint32_t events_completed}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t events_completed}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void events_completed(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, events_completed$OFFSET, v);
     }

@@ -20,40 +20,74 @@ public final class ibv_srq_attr {
             ValueLayout.JAVA_INT.withName("max_sge"),
             ValueLayout.JAVA_INT.withName("srq_limit"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 12L;
     }
 
     /** Byte offset of {@code uint32_t max_wr}. */
     public static final long max_wr$OFFSET = 0L;
-    /** Reads {@code uint32_t max_wr}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_wr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_wr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_wr$OFFSET);
     }
-    /** Writes {@code uint32_t max_wr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_wr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_wr(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_wr$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_sge}. */
     public static final long max_sge$OFFSET = 4L;
-    /** Reads {@code uint32_t max_sge}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_sge}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_sge(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_sge$OFFSET);
     }
-    /** Writes {@code uint32_t max_sge}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_sge}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_sge(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_sge$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t srq_limit}. */
     public static final long srq_limit$OFFSET = 8L;
-    /** Reads {@code uint32_t srq_limit}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t srq_limit}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int srq_limit(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, srq_limit$OFFSET);
     }
-    /** Writes {@code uint32_t srq_limit}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t srq_limit}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void srq_limit(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, srq_limit$OFFSET, v);
     }

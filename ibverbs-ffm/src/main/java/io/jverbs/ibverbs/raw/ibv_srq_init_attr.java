@@ -20,25 +20,44 @@ public final class ibv_srq_init_attr {
             ibv_srq_attr.LAYOUT.withName("attr"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 24L;
     }
 
     /** Byte offset of {@code void * srq_context}. */
     public static final long srq_context$OFFSET = 0L;
-    /** Reads {@code void * srq_context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * srq_context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment srq_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, srq_context$OFFSET);
     }
-    /** Writes {@code void * srq_context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * srq_context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void srq_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, srq_context$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_srq_attr attr}. */
     public static final long attr$OFFSET = 8L;
-    /** {@code struct ibv_srq_attr attr}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_srq_attr attr}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment attr(MemorySegment s) {
         return s.asSlice(attr$OFFSET, 12L);
     }

@@ -26,87 +26,161 @@ public final class ibv_srq_init_attr_ex {
             ValueLayout.ADDRESS.withName("cq"),
             ibv_tm_cap.LAYOUT.withName("tm_cap"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 64L;
     }
 
     /** Byte offset of {@code void * srq_context}. */
     public static final long srq_context$OFFSET = 0L;
-    /** Reads {@code void * srq_context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * srq_context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment srq_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, srq_context$OFFSET);
     }
-    /** Writes {@code void * srq_context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * srq_context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void srq_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, srq_context$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_srq_attr attr}. */
     public static final long attr$OFFSET = 8L;
-    /** {@code struct ibv_srq_attr attr}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_srq_attr attr}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment attr(MemorySegment s) {
         return s.asSlice(attr$OFFSET, 12L);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 20L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_srq_type srq_type}. */
     public static final long srq_type$OFFSET = 24L;
-    /** Reads {@code enum ibv_srq_type srq_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_srq_type srq_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int srq_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, srq_type$OFFSET);
     }
-    /** Writes {@code enum ibv_srq_type srq_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_srq_type srq_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void srq_type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, srq_type$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_pd * pd}. */
     public static final long pd$OFFSET = 32L;
-    /** Reads {@code struct ibv_pd * pd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment pd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, pd$OFFSET);
     }
-    /** Writes {@code struct ibv_pd * pd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, pd$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_xrcd * xrcd}. */
     public static final long xrcd$OFFSET = 40L;
-    /** Reads {@code struct ibv_xrcd * xrcd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_xrcd * xrcd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment xrcd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, xrcd$OFFSET);
     }
-    /** Writes {@code struct ibv_xrcd * xrcd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_xrcd * xrcd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void xrcd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, xrcd$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_cq * cq}. */
     public static final long cq$OFFSET = 48L;
-    /** Reads {@code struct ibv_cq * cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_cq * cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, cq$OFFSET);
     }
-    /** Writes {@code struct ibv_cq * cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_cq * cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, cq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_tm_cap tm_cap}. */
     public static final long tm_cap$OFFSET = 56L;
-    /** {@code struct ibv_tm_cap tm_cap}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_tm_cap tm_cap}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment tm_cap(MemorySegment s) {
         return s.asSlice(tm_cap$OFFSET, 8L);
     }

@@ -19,29 +19,53 @@ public final class ibv_tm_cap {
             ValueLayout.JAVA_INT.withName("max_num_tags"),
             ValueLayout.JAVA_INT.withName("max_ops"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 8L;
     }
 
     /** Byte offset of {@code uint32_t max_num_tags}. */
     public static final long max_num_tags$OFFSET = 0L;
-    /** Reads {@code uint32_t max_num_tags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_num_tags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_num_tags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_num_tags$OFFSET);
     }
-    /** Writes {@code uint32_t max_num_tags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_num_tags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_num_tags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_num_tags$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_ops}. */
     public static final long max_ops$OFFSET = 4L;
-    /** Reads {@code uint32_t max_ops}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_ops}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_ops(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_ops$OFFSET);
     }
-    /** Writes {@code uint32_t max_ops}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_ops}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_ops(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_ops$OFFSET, v);
     }

@@ -22,62 +22,116 @@ public final class ibv_tm_caps {
             ValueLayout.JAVA_INT.withName("max_ops"),
             ValueLayout.JAVA_INT.withName("max_sge"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 20L;
     }
 
     /** Byte offset of {@code uint32_t max_rndv_hdr_size}. */
     public static final long max_rndv_hdr_size$OFFSET = 0L;
-    /** Reads {@code uint32_t max_rndv_hdr_size}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_rndv_hdr_size}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_rndv_hdr_size(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_rndv_hdr_size$OFFSET);
     }
-    /** Writes {@code uint32_t max_rndv_hdr_size}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_rndv_hdr_size}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_rndv_hdr_size(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_rndv_hdr_size$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_num_tags}. */
     public static final long max_num_tags$OFFSET = 4L;
-    /** Reads {@code uint32_t max_num_tags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_num_tags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_num_tags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_num_tags$OFFSET);
     }
-    /** Writes {@code uint32_t max_num_tags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_num_tags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_num_tags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_num_tags$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t flags}. */
     public static final long flags$OFFSET = 8L;
-    /** Reads {@code uint32_t flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, flags$OFFSET);
     }
-    /** Writes {@code uint32_t flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, flags$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_ops}. */
     public static final long max_ops$OFFSET = 12L;
-    /** Reads {@code uint32_t max_ops}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_ops}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_ops(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_ops$OFFSET);
     }
-    /** Writes {@code uint32_t max_ops}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_ops}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_ops(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_ops$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_sge}. */
     public static final long max_sge$OFFSET = 16L;
-    /** Reads {@code uint32_t max_sge}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_sge}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_sge(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_sge$OFFSET);
     }
-    /** Writes {@code uint32_t max_sge}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_sge}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_sge(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_sge$OFFSET, v);
     }

@@ -19,29 +19,53 @@ public final class ibv_tso_caps {
             ValueLayout.JAVA_INT.withName("max_tso"),
             ValueLayout.JAVA_INT.withName("supported_qpts"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 8L;
     }
 
     /** Byte offset of {@code uint32_t max_tso}. */
     public static final long max_tso$OFFSET = 0L;
-    /** Reads {@code uint32_t max_tso}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_tso}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_tso(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_tso$OFFSET);
     }
-    /** Writes {@code uint32_t max_tso}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_tso}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_tso(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_tso$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t supported_qpts}. */
     public static final long supported_qpts$OFFSET = 4L;
-    /** Reads {@code uint32_t supported_qpts}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t supported_qpts}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int supported_qpts(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, supported_qpts$OFFSET);
     }
-    /** Writes {@code uint32_t supported_qpts}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t supported_qpts}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void supported_qpts(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, supported_qpts$OFFSET, v);
     }

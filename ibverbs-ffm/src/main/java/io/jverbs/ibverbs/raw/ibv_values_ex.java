@@ -20,25 +20,44 @@ public final class ibv_values_ex {
             MemoryLayout.paddingLayout(4),
             MemoryLayout.sequenceLayout(16, ValueLayout.JAVA_BYTE).withByteAlignment(8).withName("raw_clock"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 24L;
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 0L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code struct timespec raw_clock}. */
     public static final long raw_clock$OFFSET = 8L;
-    /** {@code struct timespec raw_clock}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct timespec raw_clock}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment raw_clock(MemorySegment s) {
         return s.asSlice(raw_clock$OFFSET, 16L);
     }

@@ -20,29 +20,53 @@ public final class ibv_wc_tm_info {
             ValueLayout.JAVA_INT.withName("priv"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code uint64_t tag}. */
     public static final long tag$OFFSET = 0L;
-    /** Reads {@code uint64_t tag}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t tag}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long tag(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, tag$OFFSET);
     }
-    /** Writes {@code uint64_t tag}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t tag}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void tag(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, tag$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t priv}. */
     public static final long priv$OFFSET = 8L;
-    /** Reads {@code uint32_t priv}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t priv}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int priv(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, priv$OFFSET);
     }
-    /** Writes {@code uint32_t priv}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t priv}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void priv(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, priv$OFFSET, v);
     }

@@ -30,142 +30,266 @@ public final class ibv_wq {
             ValueLayout.JAVA_INT.withName("events_completed"),
             ValueLayout.JAVA_INT.withName("comp_mask"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 152L;
     }
 
     /** Byte offset of {@code struct ibv_context * context}. */
     public static final long context$OFFSET = 0L;
-    /** Reads {@code struct ibv_context * context}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
-    /** Writes {@code struct ibv_context * context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_context * context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
     /** Byte offset of {@code void * wq_context}. */
     public static final long wq_context$OFFSET = 8L;
-    /** Reads {@code void * wq_context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * wq_context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wq_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wq_context$OFFSET);
     }
-    /** Writes {@code void * wq_context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * wq_context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wq_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wq_context$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_pd * pd}. */
     public static final long pd$OFFSET = 16L;
-    /** Reads {@code struct ibv_pd * pd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment pd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, pd$OFFSET);
     }
-    /** Writes {@code struct ibv_pd * pd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, pd$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_cq * cq}. */
     public static final long cq$OFFSET = 24L;
-    /** Reads {@code struct ibv_cq * cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_cq * cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, cq$OFFSET);
     }
-    /** Writes {@code struct ibv_cq * cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_cq * cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, cq$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t wq_num}. */
     public static final long wq_num$OFFSET = 32L;
-    /** Reads {@code uint32_t wq_num}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t wq_num}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int wq_num(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, wq_num$OFFSET);
     }
-    /** Writes {@code uint32_t wq_num}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t wq_num}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wq_num(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, wq_num$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t handle}. */
     public static final long handle$OFFSET = 36L;
-    /** Reads {@code uint32_t handle}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int handle(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, handle$OFFSET);
     }
-    /** Writes {@code uint32_t handle}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t handle}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void handle(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, handle$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_wq_state state}. */
     public static final long state$OFFSET = 40L;
-    /** Reads {@code enum ibv_wq_state state}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_wq_state state}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int state(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, state$OFFSET);
     }
-    /** Writes {@code enum ibv_wq_state state}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_wq_state state}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void state(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, state$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_wq_type wq_type}. */
     public static final long wq_type$OFFSET = 44L;
-    /** Reads {@code enum ibv_wq_type wq_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_wq_type wq_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int wq_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, wq_type$OFFSET);
     }
-    /** Writes {@code enum ibv_wq_type wq_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_wq_type wq_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wq_type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, wq_type$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_wq *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_recv}. */
     public static final long post_recv$OFFSET = 48L;
-    /** Reads {@code int (*)(struct ibv_wq *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_recv}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_wq *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_recv}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment post_recv(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, post_recv$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_wq *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_recv}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_wq *, struct ibv_recv_wr *, struct ibv_recv_wr **) post_recv}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void post_recv(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, post_recv$OFFSET, v);
     }
 
     /** Byte offset of {@code pthread_mutex_t mutex}. */
     public static final long mutex$OFFSET = 56L;
-    /** {@code pthread_mutex_t mutex}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code pthread_mutex_t mutex}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment mutex(MemorySegment s) {
         return s.asSlice(mutex$OFFSET, 40L);
     }
 
     /** Byte offset of {@code pthread_cond_t cond}. */
     public static final long cond$OFFSET = 96L;
-    /** {@code pthread_cond_t cond}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code pthread_cond_t cond}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment cond(MemorySegment s) {
         return s.asSlice(cond$OFFSET, 48L);
     }
 
     /** Byte offset of {@code uint32_t events_completed}. */
     public static final long events_completed$OFFSET = 144L;
-    /** Reads {@code uint32_t events_completed}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t events_completed}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int events_completed(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, events_completed$OFFSET);
     }
-    /** Writes {@code uint32_t events_completed}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t events_completed}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void events_completed(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, events_completed$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 148L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }

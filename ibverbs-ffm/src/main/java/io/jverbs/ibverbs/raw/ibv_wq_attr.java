@@ -22,62 +22,116 @@ public final class ibv_wq_attr {
             ValueLayout.JAVA_INT.withName("flags"),
             ValueLayout.JAVA_INT.withName("flags_mask"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 20L;
     }
 
     /** Byte offset of {@code uint32_t attr_mask}. */
     public static final long attr_mask$OFFSET = 0L;
-    /** Reads {@code uint32_t attr_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t attr_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int attr_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, attr_mask$OFFSET);
     }
-    /** Writes {@code uint32_t attr_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t attr_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void attr_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, attr_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_wq_state wq_state}. */
     public static final long wq_state$OFFSET = 4L;
-    /** Reads {@code enum ibv_wq_state wq_state}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_wq_state wq_state}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int wq_state(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, wq_state$OFFSET);
     }
-    /** Writes {@code enum ibv_wq_state wq_state}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_wq_state wq_state}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wq_state(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, wq_state$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_wq_state curr_wq_state}. */
     public static final long curr_wq_state$OFFSET = 8L;
-    /** Reads {@code enum ibv_wq_state curr_wq_state}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_wq_state curr_wq_state}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int curr_wq_state(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, curr_wq_state$OFFSET);
     }
-    /** Writes {@code enum ibv_wq_state curr_wq_state}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_wq_state curr_wq_state}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void curr_wq_state(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, curr_wq_state$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t flags}. */
     public static final long flags$OFFSET = 12L;
-    /** Reads {@code uint32_t flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, flags$OFFSET);
     }
-    /** Writes {@code uint32_t flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, flags$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t flags_mask}. */
     public static final long flags_mask$OFFSET = 16L;
-    /** Reads {@code uint32_t flags_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t flags_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int flags_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, flags_mask$OFFSET);
     }
-    /** Writes {@code uint32_t flags_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t flags_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flags_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, flags_mask$OFFSET, v);
     }

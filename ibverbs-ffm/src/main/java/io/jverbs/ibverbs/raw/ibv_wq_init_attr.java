@@ -26,95 +26,179 @@ public final class ibv_wq_init_attr {
             ValueLayout.JAVA_INT.withName("comp_mask"),
             ValueLayout.JAVA_INT.withName("create_flags"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 48L;
     }
 
     /** Byte offset of {@code void * wq_context}. */
     public static final long wq_context$OFFSET = 0L;
-    /** Reads {@code void * wq_context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * wq_context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment wq_context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, wq_context$OFFSET);
     }
-    /** Writes {@code void * wq_context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * wq_context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wq_context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, wq_context$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_wq_type wq_type}. */
     public static final long wq_type$OFFSET = 8L;
-    /** Reads {@code enum ibv_wq_type wq_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_wq_type wq_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int wq_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, wq_type$OFFSET);
     }
-    /** Writes {@code enum ibv_wq_type wq_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_wq_type wq_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void wq_type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, wq_type$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_wr}. */
     public static final long max_wr$OFFSET = 12L;
-    /** Reads {@code uint32_t max_wr}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_wr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_wr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_wr$OFFSET);
     }
-    /** Writes {@code uint32_t max_wr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_wr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_wr(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_wr$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t max_sge}. */
     public static final long max_sge$OFFSET = 16L;
-    /** Reads {@code uint32_t max_sge}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t max_sge}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int max_sge(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, max_sge$OFFSET);
     }
-    /** Writes {@code uint32_t max_sge}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t max_sge}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void max_sge(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, max_sge$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_pd * pd}. */
     public static final long pd$OFFSET = 24L;
-    /** Reads {@code struct ibv_pd * pd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment pd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, pd$OFFSET);
     }
-    /** Writes {@code struct ibv_pd * pd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, pd$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_cq * cq}. */
     public static final long cq$OFFSET = 32L;
-    /** Reads {@code struct ibv_cq * cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_cq * cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, cq$OFFSET);
     }
-    /** Writes {@code struct ibv_cq * cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_cq * cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, cq$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 40L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t create_flags}. */
     public static final long create_flags$OFFSET = 44L;
-    /** Reads {@code uint32_t create_flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t create_flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int create_flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, create_flags$OFFSET);
     }
-    /** Writes {@code uint32_t create_flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t create_flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void create_flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, create_flags$OFFSET, v);
     }

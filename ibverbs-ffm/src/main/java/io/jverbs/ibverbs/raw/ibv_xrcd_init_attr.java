@@ -20,40 +20,74 @@ public final class ibv_xrcd_init_attr {
             ValueLayout.JAVA_INT.withName("fd"),
             ValueLayout.JAVA_INT.withName("oflags"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 12L;
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 0L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code int fd}. */
     public static final long fd$OFFSET = 4L;
-    /** Reads {@code int fd}. @param s the struct @return the value */
+    /**
+     * Reads {@code int fd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int fd(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, fd$OFFSET);
     }
-    /** Writes {@code int fd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int fd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void fd(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, fd$OFFSET, v);
     }
 
     /** Byte offset of {@code int oflags}. */
     public static final long oflags$OFFSET = 8L;
-    /** Reads {@code int oflags}. @param s the struct @return the value */
+    /**
+     * Reads {@code int oflags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int oflags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, oflags$OFFSET);
     }
-    /** Writes {@code int oflags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int oflags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void oflags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, oflags$OFFSET, v);
     }

@@ -58,454 +58,863 @@ public final class verbs_context {
             ValueLayout.JAVA_LONG.withName("sz"),
             ibv_context.LAYOUT.withName("context"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 648L;
     }
 
     /** Byte offset of {@code int (*)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t) query_port}. */
     public static final long query_port$OFFSET = 0L;
-    /** Reads {@code int (*)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t) query_port}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t) query_port}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment query_port(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, query_port$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t) query_port}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_context *, uint8_t, struct ibv_port_attr *, size_t) query_port}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void query_port(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, query_port$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_pd *, enum ib_uverbs_advise_mr_advice, uint32_t, struct ibv_sge *, uint32_t) advise_mr}. */
     public static final long advise_mr$OFFSET = 8L;
-    /** Reads {@code int (*)(struct ibv_pd *, enum ib_uverbs_advise_mr_advice, uint32_t, struct ibv_sge *, uint32_t) advise_mr}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_pd *, enum ib_uverbs_advise_mr_advice, uint32_t, struct ibv_sge *, uint32_t) advise_mr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment advise_mr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, advise_mr$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_pd *, enum ib_uverbs_advise_mr_advice, uint32_t, struct ibv_sge *, uint32_t) advise_mr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_pd *, enum ib_uverbs_advise_mr_advice, uint32_t, struct ibv_sge *, uint32_t) advise_mr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void advise_mr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, advise_mr$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_mr *(*)(struct ibv_pd *) alloc_null_mr}. */
     public static final long alloc_null_mr$OFFSET = 16L;
-    /** Reads {@code struct ibv_mr *(*)(struct ibv_pd *) alloc_null_mr}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_mr *(*)(struct ibv_pd *) alloc_null_mr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment alloc_null_mr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, alloc_null_mr$OFFSET);
     }
-    /** Writes {@code struct ibv_mr *(*)(struct ibv_pd *) alloc_null_mr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_mr *(*)(struct ibv_pd *) alloc_null_mr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void alloc_null_mr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, alloc_null_mr$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_counters *, uint64_t *, uint32_t, uint32_t) read_counters}. */
     public static final long read_counters$OFFSET = 24L;
-    /** Reads {@code int (*)(struct ibv_counters *, uint64_t *, uint32_t, uint32_t) read_counters}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_counters *, uint64_t *, uint32_t, uint32_t) read_counters}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment read_counters(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, read_counters$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_counters *, uint64_t *, uint32_t, uint32_t) read_counters}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_counters *, uint64_t *, uint32_t, uint32_t) read_counters}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void read_counters(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, read_counters$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_counters *, struct ibv_counter_attach_attr *, struct ibv_flow *) attach_counters_point_flow}. */
     public static final long attach_counters_point_flow$OFFSET = 32L;
-    /** Reads {@code int (*)(struct ibv_counters *, struct ibv_counter_attach_attr *, struct ibv_flow *) attach_counters_point_flow}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_counters *, struct ibv_counter_attach_attr *, struct ibv_flow *) attach_counters_point_flow}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment attach_counters_point_flow(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, attach_counters_point_flow$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_counters *, struct ibv_counter_attach_attr *, struct ibv_flow *) attach_counters_point_flow}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_counters *, struct ibv_counter_attach_attr *, struct ibv_flow *) attach_counters_point_flow}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void attach_counters_point_flow(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, attach_counters_point_flow$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_counters *(*)(struct ibv_context *, struct ibv_counters_init_attr *) create_counters}. */
     public static final long create_counters$OFFSET = 40L;
-    /** Reads {@code struct ibv_counters *(*)(struct ibv_context *, struct ibv_counters_init_attr *) create_counters}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_counters *(*)(struct ibv_context *, struct ibv_counters_init_attr *) create_counters}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment create_counters(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, create_counters$OFFSET);
     }
-    /** Writes {@code struct ibv_counters *(*)(struct ibv_context *, struct ibv_counters_init_attr *) create_counters}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_counters *(*)(struct ibv_context *, struct ibv_counters_init_attr *) create_counters}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void create_counters(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, create_counters$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_counters *) destroy_counters}. */
     public static final long destroy_counters$OFFSET = 48L;
-    /** Reads {@code int (*)(struct ibv_counters *) destroy_counters}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_counters *) destroy_counters}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment destroy_counters(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, destroy_counters$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_counters *) destroy_counters}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_counters *) destroy_counters}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void destroy_counters(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, destroy_counters$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_mr *(*)(struct ibv_pd *, struct ibv_dm *, uint64_t, size_t, unsigned int) reg_dm_mr}. */
     public static final long reg_dm_mr$OFFSET = 56L;
-    /** Reads {@code struct ibv_mr *(*)(struct ibv_pd *, struct ibv_dm *, uint64_t, size_t, unsigned int) reg_dm_mr}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_mr *(*)(struct ibv_pd *, struct ibv_dm *, uint64_t, size_t, unsigned int) reg_dm_mr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment reg_dm_mr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, reg_dm_mr$OFFSET);
     }
-    /** Writes {@code struct ibv_mr *(*)(struct ibv_pd *, struct ibv_dm *, uint64_t, size_t, unsigned int) reg_dm_mr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_mr *(*)(struct ibv_pd *, struct ibv_dm *, uint64_t, size_t, unsigned int) reg_dm_mr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void reg_dm_mr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, reg_dm_mr$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_dm *(*)(struct ibv_context *, struct ibv_alloc_dm_attr *) alloc_dm}. */
     public static final long alloc_dm$OFFSET = 64L;
-    /** Reads {@code struct ibv_dm *(*)(struct ibv_context *, struct ibv_alloc_dm_attr *) alloc_dm}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_dm *(*)(struct ibv_context *, struct ibv_alloc_dm_attr *) alloc_dm}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment alloc_dm(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, alloc_dm$OFFSET);
     }
-    /** Writes {@code struct ibv_dm *(*)(struct ibv_context *, struct ibv_alloc_dm_attr *) alloc_dm}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_dm *(*)(struct ibv_context *, struct ibv_alloc_dm_attr *) alloc_dm}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void alloc_dm(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, alloc_dm$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_dm *) free_dm}. */
     public static final long free_dm$OFFSET = 72L;
-    /** Reads {@code int (*)(struct ibv_dm *) free_dm}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_dm *) free_dm}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment free_dm(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, free_dm$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_dm *) free_dm}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_dm *) free_dm}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void free_dm(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, free_dm$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_flow_action *, struct ibv_flow_action_esp_attr *) modify_flow_action_esp}. */
     public static final long modify_flow_action_esp$OFFSET = 80L;
-    /** Reads {@code int (*)(struct ibv_flow_action *, struct ibv_flow_action_esp_attr *) modify_flow_action_esp}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_flow_action *, struct ibv_flow_action_esp_attr *) modify_flow_action_esp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment modify_flow_action_esp(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, modify_flow_action_esp$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_flow_action *, struct ibv_flow_action_esp_attr *) modify_flow_action_esp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_flow_action *, struct ibv_flow_action_esp_attr *) modify_flow_action_esp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void modify_flow_action_esp(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, modify_flow_action_esp$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_flow_action *) destroy_flow_action}. */
     public static final long destroy_flow_action$OFFSET = 88L;
-    /** Reads {@code int (*)(struct ibv_flow_action *) destroy_flow_action}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_flow_action *) destroy_flow_action}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment destroy_flow_action(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, destroy_flow_action$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_flow_action *) destroy_flow_action}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_flow_action *) destroy_flow_action}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void destroy_flow_action(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, destroy_flow_action$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_flow_action *(*)(struct ibv_context *, struct ibv_flow_action_esp_attr *) create_flow_action_esp}. */
     public static final long create_flow_action_esp$OFFSET = 96L;
-    /** Reads {@code struct ibv_flow_action *(*)(struct ibv_context *, struct ibv_flow_action_esp_attr *) create_flow_action_esp}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_flow_action *(*)(struct ibv_context *, struct ibv_flow_action_esp_attr *) create_flow_action_esp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment create_flow_action_esp(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, create_flow_action_esp$OFFSET);
     }
-    /** Writes {@code struct ibv_flow_action *(*)(struct ibv_context *, struct ibv_flow_action_esp_attr *) create_flow_action_esp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_flow_action *(*)(struct ibv_context *, struct ibv_flow_action_esp_attr *) create_flow_action_esp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void create_flow_action_esp(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, create_flow_action_esp$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_qp *, struct ibv_qp_rate_limit_attr *) modify_qp_rate_limit}. */
     public static final long modify_qp_rate_limit$OFFSET = 104L;
-    /** Reads {@code int (*)(struct ibv_qp *, struct ibv_qp_rate_limit_attr *) modify_qp_rate_limit}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_qp *, struct ibv_qp_rate_limit_attr *) modify_qp_rate_limit}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment modify_qp_rate_limit(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, modify_qp_rate_limit$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_qp *, struct ibv_qp_rate_limit_attr *) modify_qp_rate_limit}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_qp *, struct ibv_qp_rate_limit_attr *) modify_qp_rate_limit}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void modify_qp_rate_limit(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, modify_qp_rate_limit$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_pd *(*)(struct ibv_context *, struct ibv_parent_domain_init_attr *) alloc_parent_domain}. */
     public static final long alloc_parent_domain$OFFSET = 112L;
-    /** Reads {@code struct ibv_pd *(*)(struct ibv_context *, struct ibv_parent_domain_init_attr *) alloc_parent_domain}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_pd *(*)(struct ibv_context *, struct ibv_parent_domain_init_attr *) alloc_parent_domain}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment alloc_parent_domain(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, alloc_parent_domain$OFFSET);
     }
-    /** Writes {@code struct ibv_pd *(*)(struct ibv_context *, struct ibv_parent_domain_init_attr *) alloc_parent_domain}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_pd *(*)(struct ibv_context *, struct ibv_parent_domain_init_attr *) alloc_parent_domain}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void alloc_parent_domain(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, alloc_parent_domain$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_td *) dealloc_td}. */
     public static final long dealloc_td$OFFSET = 120L;
-    /** Reads {@code int (*)(struct ibv_td *) dealloc_td}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_td *) dealloc_td}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment dealloc_td(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, dealloc_td$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_td *) dealloc_td}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_td *) dealloc_td}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void dealloc_td(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, dealloc_td$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_td *(*)(struct ibv_context *, struct ibv_td_init_attr *) alloc_td}. */
     public static final long alloc_td$OFFSET = 128L;
-    /** Reads {@code struct ibv_td *(*)(struct ibv_context *, struct ibv_td_init_attr *) alloc_td}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_td *(*)(struct ibv_context *, struct ibv_td_init_attr *) alloc_td}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment alloc_td(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, alloc_td$OFFSET);
     }
-    /** Writes {@code struct ibv_td *(*)(struct ibv_context *, struct ibv_td_init_attr *) alloc_td}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_td *(*)(struct ibv_context *, struct ibv_td_init_attr *) alloc_td}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void alloc_td(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, alloc_td$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_cq *, struct ibv_modify_cq_attr *) modify_cq}. */
     public static final long modify_cq$OFFSET = 136L;
-    /** Reads {@code int (*)(struct ibv_cq *, struct ibv_modify_cq_attr *) modify_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_cq *, struct ibv_modify_cq_attr *) modify_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment modify_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, modify_cq$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_cq *, struct ibv_modify_cq_attr *) modify_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_cq *, struct ibv_modify_cq_attr *) modify_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void modify_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, modify_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_srq *, struct ibv_ops_wr *, struct ibv_ops_wr **) post_srq_ops}. */
     public static final long post_srq_ops$OFFSET = 144L;
-    /** Reads {@code int (*)(struct ibv_srq *, struct ibv_ops_wr *, struct ibv_ops_wr **) post_srq_ops}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_srq *, struct ibv_ops_wr *, struct ibv_ops_wr **) post_srq_ops}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment post_srq_ops(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, post_srq_ops$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_srq *, struct ibv_ops_wr *, struct ibv_ops_wr **) post_srq_ops}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_srq *, struct ibv_ops_wr *, struct ibv_ops_wr **) post_srq_ops}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void post_srq_ops(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, post_srq_ops$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_rwq_ind_table *) destroy_rwq_ind_table}. */
     public static final long destroy_rwq_ind_table$OFFSET = 152L;
-    /** Reads {@code int (*)(struct ibv_rwq_ind_table *) destroy_rwq_ind_table}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_rwq_ind_table *) destroy_rwq_ind_table}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment destroy_rwq_ind_table(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, destroy_rwq_ind_table$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_rwq_ind_table *) destroy_rwq_ind_table}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_rwq_ind_table *) destroy_rwq_ind_table}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void destroy_rwq_ind_table(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, destroy_rwq_ind_table$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_rwq_ind_table *(*)(struct ibv_context *, struct ibv_rwq_ind_table_init_attr *) create_rwq_ind_table}. */
     public static final long create_rwq_ind_table$OFFSET = 160L;
-    /** Reads {@code struct ibv_rwq_ind_table *(*)(struct ibv_context *, struct ibv_rwq_ind_table_init_attr *) create_rwq_ind_table}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_rwq_ind_table *(*)(struct ibv_context *, struct ibv_rwq_ind_table_init_attr *) create_rwq_ind_table}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment create_rwq_ind_table(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, create_rwq_ind_table$OFFSET);
     }
-    /** Writes {@code struct ibv_rwq_ind_table *(*)(struct ibv_context *, struct ibv_rwq_ind_table_init_attr *) create_rwq_ind_table}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_rwq_ind_table *(*)(struct ibv_context *, struct ibv_rwq_ind_table_init_attr *) create_rwq_ind_table}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void create_rwq_ind_table(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, create_rwq_ind_table$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_wq *) destroy_wq}. */
     public static final long destroy_wq$OFFSET = 168L;
-    /** Reads {@code int (*)(struct ibv_wq *) destroy_wq}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_wq *) destroy_wq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment destroy_wq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, destroy_wq$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_wq *) destroy_wq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_wq *) destroy_wq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void destroy_wq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, destroy_wq$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_wq *, struct ibv_wq_attr *) modify_wq}. */
     public static final long modify_wq$OFFSET = 176L;
-    /** Reads {@code int (*)(struct ibv_wq *, struct ibv_wq_attr *) modify_wq}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_wq *, struct ibv_wq_attr *) modify_wq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment modify_wq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, modify_wq$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_wq *, struct ibv_wq_attr *) modify_wq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_wq *, struct ibv_wq_attr *) modify_wq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void modify_wq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, modify_wq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_wq *(*)(struct ibv_context *, struct ibv_wq_init_attr *) create_wq}. */
     public static final long create_wq$OFFSET = 184L;
-    /** Reads {@code struct ibv_wq *(*)(struct ibv_context *, struct ibv_wq_init_attr *) create_wq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_wq *(*)(struct ibv_context *, struct ibv_wq_init_attr *) create_wq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment create_wq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, create_wq$OFFSET);
     }
-    /** Writes {@code struct ibv_wq *(*)(struct ibv_context *, struct ibv_wq_init_attr *) create_wq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_wq *(*)(struct ibv_context *, struct ibv_wq_init_attr *) create_wq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void create_wq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, create_wq$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_context *, struct ibv_values_ex *) query_rt_values}. */
     public static final long query_rt_values$OFFSET = 192L;
-    /** Reads {@code int (*)(struct ibv_context *, struct ibv_values_ex *) query_rt_values}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_context *, struct ibv_values_ex *) query_rt_values}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment query_rt_values(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, query_rt_values$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_context *, struct ibv_values_ex *) query_rt_values}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_context *, struct ibv_values_ex *) query_rt_values}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void query_rt_values(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, query_rt_values$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_cq_ex *(*)(struct ibv_context *, struct ibv_cq_init_attr_ex *) create_cq_ex}. */
     public static final long create_cq_ex$OFFSET = 200L;
-    /** Reads {@code struct ibv_cq_ex *(*)(struct ibv_context *, struct ibv_cq_init_attr_ex *) create_cq_ex}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_cq_ex *(*)(struct ibv_context *, struct ibv_cq_init_attr_ex *) create_cq_ex}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment create_cq_ex(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, create_cq_ex$OFFSET);
     }
-    /** Writes {@code struct ibv_cq_ex *(*)(struct ibv_context *, struct ibv_cq_init_attr_ex *) create_cq_ex}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_cq_ex *(*)(struct ibv_context *, struct ibv_cq_init_attr_ex *) create_cq_ex}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void create_cq_ex(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, create_cq_ex$OFFSET, v);
     }
 
     /** Byte offset of {@code struct verbs_ex_private * priv}. */
     public static final long priv$OFFSET = 208L;
-    /** Reads {@code struct verbs_ex_private * priv}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct verbs_ex_private * priv}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment priv(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, priv$OFFSET);
     }
-    /** Writes {@code struct verbs_ex_private * priv}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct verbs_ex_private * priv}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void priv(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, priv$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_context *, const struct ibv_query_device_ex_input *, struct ibv_device_attr_ex *, size_t) query_device_ex}. */
     public static final long query_device_ex$OFFSET = 216L;
-    /** Reads {@code int (*)(struct ibv_context *, const struct ibv_query_device_ex_input *, struct ibv_device_attr_ex *, size_t) query_device_ex}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_context *, const struct ibv_query_device_ex_input *, struct ibv_device_attr_ex *, size_t) query_device_ex}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment query_device_ex(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, query_device_ex$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_context *, const struct ibv_query_device_ex_input *, struct ibv_device_attr_ex *, size_t) query_device_ex}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_context *, const struct ibv_query_device_ex_input *, struct ibv_device_attr_ex *, size_t) query_device_ex}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void query_device_ex(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, query_device_ex$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_flow *) ibv_destroy_flow}. */
     public static final long ibv_destroy_flow$OFFSET = 224L;
-    /** Reads {@code int (*)(struct ibv_flow *) ibv_destroy_flow}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_flow *) ibv_destroy_flow}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment ibv_destroy_flow(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, ibv_destroy_flow$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_flow *) ibv_destroy_flow}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_flow *) ibv_destroy_flow}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ibv_destroy_flow(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, ibv_destroy_flow$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(void) ABI_placeholder2}. */
     public static final long ABI_placeholder2$OFFSET = 232L;
-    /** Reads {@code void (*)(void) ABI_placeholder2}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(void) ABI_placeholder2}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment ABI_placeholder2(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, ABI_placeholder2$OFFSET);
     }
-    /** Writes {@code void (*)(void) ABI_placeholder2}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(void) ABI_placeholder2}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ABI_placeholder2(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, ABI_placeholder2$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_flow *(*)(struct ibv_qp *, struct ibv_flow_attr *) ibv_create_flow}. */
     public static final long ibv_create_flow$OFFSET = 240L;
-    /** Reads {@code struct ibv_flow *(*)(struct ibv_qp *, struct ibv_flow_attr *) ibv_create_flow}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_flow *(*)(struct ibv_qp *, struct ibv_flow_attr *) ibv_create_flow}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment ibv_create_flow(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, ibv_create_flow$OFFSET);
     }
-    /** Writes {@code struct ibv_flow *(*)(struct ibv_qp *, struct ibv_flow_attr *) ibv_create_flow}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_flow *(*)(struct ibv_qp *, struct ibv_flow_attr *) ibv_create_flow}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ibv_create_flow(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, ibv_create_flow$OFFSET, v);
     }
 
     /** Byte offset of {@code void (*)(void) ABI_placeholder1}. */
     public static final long ABI_placeholder1$OFFSET = 248L;
-    /** Reads {@code void (*)(void) ABI_placeholder1}. @param s the struct @return the value */
+    /**
+     * Reads {@code void (*)(void) ABI_placeholder1}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment ABI_placeholder1(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, ABI_placeholder1$OFFSET);
     }
-    /** Writes {@code void (*)(void) ABI_placeholder1}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void (*)(void) ABI_placeholder1}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ABI_placeholder1(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, ABI_placeholder1$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_qp *(*)(struct ibv_context *, struct ibv_qp_open_attr *) open_qp}. */
     public static final long open_qp$OFFSET = 256L;
-    /** Reads {@code struct ibv_qp *(*)(struct ibv_context *, struct ibv_qp_open_attr *) open_qp}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_qp *(*)(struct ibv_context *, struct ibv_qp_open_attr *) open_qp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment open_qp(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, open_qp$OFFSET);
     }
-    /** Writes {@code struct ibv_qp *(*)(struct ibv_context *, struct ibv_qp_open_attr *) open_qp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_qp *(*)(struct ibv_context *, struct ibv_qp_open_attr *) open_qp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void open_qp(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, open_qp$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_qp *(*)(struct ibv_context *, struct ibv_qp_init_attr_ex *) create_qp_ex}. */
     public static final long create_qp_ex$OFFSET = 264L;
-    /** Reads {@code struct ibv_qp *(*)(struct ibv_context *, struct ibv_qp_init_attr_ex *) create_qp_ex}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_qp *(*)(struct ibv_context *, struct ibv_qp_init_attr_ex *) create_qp_ex}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment create_qp_ex(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, create_qp_ex$OFFSET);
     }
-    /** Writes {@code struct ibv_qp *(*)(struct ibv_context *, struct ibv_qp_init_attr_ex *) create_qp_ex}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_qp *(*)(struct ibv_context *, struct ibv_qp_init_attr_ex *) create_qp_ex}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void create_qp_ex(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, create_qp_ex$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_srq *, uint32_t *) get_srq_num}. */
     public static final long get_srq_num$OFFSET = 272L;
-    /** Reads {@code int (*)(struct ibv_srq *, uint32_t *) get_srq_num}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_srq *, uint32_t *) get_srq_num}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment get_srq_num(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, get_srq_num$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_srq *, uint32_t *) get_srq_num}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_srq *, uint32_t *) get_srq_num}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void get_srq_num(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, get_srq_num$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_srq *(*)(struct ibv_context *, struct ibv_srq_init_attr_ex *) create_srq_ex}. */
     public static final long create_srq_ex$OFFSET = 280L;
-    /** Reads {@code struct ibv_srq *(*)(struct ibv_context *, struct ibv_srq_init_attr_ex *) create_srq_ex}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_srq *(*)(struct ibv_context *, struct ibv_srq_init_attr_ex *) create_srq_ex}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment create_srq_ex(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, create_srq_ex$OFFSET);
     }
-    /** Writes {@code struct ibv_srq *(*)(struct ibv_context *, struct ibv_srq_init_attr_ex *) create_srq_ex}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_srq *(*)(struct ibv_context *, struct ibv_srq_init_attr_ex *) create_srq_ex}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void create_srq_ex(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, create_srq_ex$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_xrcd *(*)(struct ibv_context *, struct ibv_xrcd_init_attr *) open_xrcd}. */
     public static final long open_xrcd$OFFSET = 288L;
-    /** Reads {@code struct ibv_xrcd *(*)(struct ibv_context *, struct ibv_xrcd_init_attr *) open_xrcd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_xrcd *(*)(struct ibv_context *, struct ibv_xrcd_init_attr *) open_xrcd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment open_xrcd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, open_xrcd$OFFSET);
     }
-    /** Writes {@code struct ibv_xrcd *(*)(struct ibv_context *, struct ibv_xrcd_init_attr *) open_xrcd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_xrcd *(*)(struct ibv_context *, struct ibv_xrcd_init_attr *) open_xrcd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void open_xrcd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, open_xrcd$OFFSET, v);
     }
 
     /** Byte offset of {@code int (*)(struct ibv_xrcd *) close_xrcd}. */
     public static final long close_xrcd$OFFSET = 296L;
-    /** Reads {@code int (*)(struct ibv_xrcd *) close_xrcd}. @param s the struct @return the value */
+    /**
+     * Reads {@code int (*)(struct ibv_xrcd *) close_xrcd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment close_xrcd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, close_xrcd$OFFSET);
     }
-    /** Writes {@code int (*)(struct ibv_xrcd *) close_xrcd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int (*)(struct ibv_xrcd *) close_xrcd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void close_xrcd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, close_xrcd$OFFSET, v);
     }
 
     /** Byte offset of {@code uint64_t _ABI_placeholder3}. */
     public static final long _ABI_placeholder3$OFFSET = 304L;
-    /** Reads {@code uint64_t _ABI_placeholder3}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t _ABI_placeholder3}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long _ABI_placeholder3(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, _ABI_placeholder3$OFFSET);
     }
-    /** Writes {@code uint64_t _ABI_placeholder3}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t _ABI_placeholder3}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void _ABI_placeholder3(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, _ABI_placeholder3$OFFSET, v);
     }
 
     /** Byte offset of {@code size_t sz}. */
     public static final long sz$OFFSET = 312L;
-    /** Reads {@code size_t sz}. @param s the struct @return the value */
+    /**
+     * Reads {@code size_t sz}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long sz(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, sz$OFFSET);
     }
-    /** Writes {@code size_t sz}. @param s the struct @param v the value */
+    /**
+     * Writes {@code size_t sz}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sz(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, sz$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_context context}. */
     public static final long context$OFFSET = 320L;
-    /** {@code struct ibv_context context}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_context context}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment context(MemorySegment s) {
         return s.asSlice(context$OFFSET, 328L);
     }

@@ -12,568 +12,1001 @@ public final class verbs_h {
     private verbs_h() {}
 
     // enum ibv_gid_type (infiniband/verbs.h)
+    /** {@code IBV_GID_TYPE_IB}, from enum ibv_gid_type. */
     public static final int IBV_GID_TYPE_IB = 0;
+    /** {@code IBV_GID_TYPE_ROCE_V1}, from enum ibv_gid_type. */
     public static final int IBV_GID_TYPE_ROCE_V1 = 1;
+    /** {@code IBV_GID_TYPE_ROCE_V2}, from enum ibv_gid_type. */
     public static final int IBV_GID_TYPE_ROCE_V2 = 2;
 
     // enum ibv_node_type (infiniband/verbs.h)
+    /** {@code IBV_NODE_UNKNOWN}, from enum ibv_node_type. */
     public static final int IBV_NODE_UNKNOWN = -1;
+    /** {@code IBV_NODE_CA}, from enum ibv_node_type. */
     public static final int IBV_NODE_CA = 1;
+    /** {@code IBV_NODE_SWITCH}, from enum ibv_node_type. */
     public static final int IBV_NODE_SWITCH = 2;
+    /** {@code IBV_NODE_ROUTER}, from enum ibv_node_type. */
     public static final int IBV_NODE_ROUTER = 3;
+    /** {@code IBV_NODE_RNIC}, from enum ibv_node_type. */
     public static final int IBV_NODE_RNIC = 4;
+    /** {@code IBV_NODE_USNIC}, from enum ibv_node_type. */
     public static final int IBV_NODE_USNIC = 5;
+    /** {@code IBV_NODE_USNIC_UDP}, from enum ibv_node_type. */
     public static final int IBV_NODE_USNIC_UDP = 6;
+    /** {@code IBV_NODE_UNSPECIFIED}, from enum ibv_node_type. */
     public static final int IBV_NODE_UNSPECIFIED = 7;
 
     // enum ibv_transport_type (infiniband/verbs.h)
+    /** {@code IBV_TRANSPORT_UNKNOWN}, from enum ibv_transport_type. */
     public static final int IBV_TRANSPORT_UNKNOWN = -1;
+    /** {@code IBV_TRANSPORT_IB}, from enum ibv_transport_type. */
     public static final int IBV_TRANSPORT_IB = 0;
+    /** {@code IBV_TRANSPORT_IWARP}, from enum ibv_transport_type. */
     public static final int IBV_TRANSPORT_IWARP = 1;
+    /** {@code IBV_TRANSPORT_USNIC}, from enum ibv_transport_type. */
     public static final int IBV_TRANSPORT_USNIC = 2;
+    /** {@code IBV_TRANSPORT_USNIC_UDP}, from enum ibv_transport_type. */
     public static final int IBV_TRANSPORT_USNIC_UDP = 3;
+    /** {@code IBV_TRANSPORT_UNSPECIFIED}, from enum ibv_transport_type. */
     public static final int IBV_TRANSPORT_UNSPECIFIED = 4;
 
     // enum ibv_device_cap_flags (infiniband/verbs.h)
+    /** {@code IBV_DEVICE_RESIZE_MAX_WR}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_RESIZE_MAX_WR = 1;
+    /** {@code IBV_DEVICE_BAD_PKEY_CNTR}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_BAD_PKEY_CNTR = 2;
+    /** {@code IBV_DEVICE_BAD_QKEY_CNTR}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_BAD_QKEY_CNTR = 4;
+    /** {@code IBV_DEVICE_RAW_MULTI}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_RAW_MULTI = 8;
+    /** {@code IBV_DEVICE_AUTO_PATH_MIG}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_AUTO_PATH_MIG = 16;
+    /** {@code IBV_DEVICE_CHANGE_PHY_PORT}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_CHANGE_PHY_PORT = 32;
+    /** {@code IBV_DEVICE_UD_AV_PORT_ENFORCE}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_UD_AV_PORT_ENFORCE = 64;
+    /** {@code IBV_DEVICE_CURR_QP_STATE_MOD}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_CURR_QP_STATE_MOD = 128;
+    /** {@code IBV_DEVICE_SHUTDOWN_PORT}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_SHUTDOWN_PORT = 256;
+    /** {@code IBV_DEVICE_INIT_TYPE}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_INIT_TYPE = 512;
+    /** {@code IBV_DEVICE_PORT_ACTIVE_EVENT}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_PORT_ACTIVE_EVENT = 1024;
+    /** {@code IBV_DEVICE_SYS_IMAGE_GUID}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_SYS_IMAGE_GUID = 2048;
+    /** {@code IBV_DEVICE_RC_RNR_NAK_GEN}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_RC_RNR_NAK_GEN = 4096;
+    /** {@code IBV_DEVICE_SRQ_RESIZE}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_SRQ_RESIZE = 8192;
+    /** {@code IBV_DEVICE_N_NOTIFY_CQ}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_N_NOTIFY_CQ = 16384;
+    /** {@code IBV_DEVICE_MEM_WINDOW}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_MEM_WINDOW = 131072;
+    /** {@code IBV_DEVICE_UD_IP_CSUM}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_UD_IP_CSUM = 262144;
+    /** {@code IBV_DEVICE_XRC}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_XRC = 1048576;
+    /** {@code IBV_DEVICE_MEM_MGT_EXTENSIONS}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_MEM_MGT_EXTENSIONS = 2097152;
+    /** {@code IBV_DEVICE_MEM_WINDOW_TYPE_2A}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_MEM_WINDOW_TYPE_2A = 8388608;
+    /** {@code IBV_DEVICE_MEM_WINDOW_TYPE_2B}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_MEM_WINDOW_TYPE_2B = 16777216;
+    /** {@code IBV_DEVICE_RC_IP_CSUM}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_RC_IP_CSUM = 33554432;
+    /** {@code IBV_DEVICE_RAW_IP_CSUM}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_RAW_IP_CSUM = 67108864;
+    /** {@code IBV_DEVICE_MANAGED_FLOW_STEERING}, from enum ibv_device_cap_flags. */
     public static final int IBV_DEVICE_MANAGED_FLOW_STEERING = 536870912;
 
     // enum ibv_fork_status (infiniband/verbs.h)
+    /** {@code IBV_FORK_DISABLED}, from enum ibv_fork_status. */
     public static final int IBV_FORK_DISABLED = 0;
+    /** {@code IBV_FORK_ENABLED}, from enum ibv_fork_status. */
     public static final int IBV_FORK_ENABLED = 1;
+    /** {@code IBV_FORK_UNNEEDED}, from enum ibv_fork_status. */
     public static final int IBV_FORK_UNNEEDED = 2;
 
     // enum ibv_atomic_cap (infiniband/verbs.h)
+    /** {@code IBV_ATOMIC_NONE}, from enum ibv_atomic_cap. */
     public static final int IBV_ATOMIC_NONE = 0;
+    /** {@code IBV_ATOMIC_HCA}, from enum ibv_atomic_cap. */
     public static final int IBV_ATOMIC_HCA = 1;
+    /** {@code IBV_ATOMIC_GLOB}, from enum ibv_atomic_cap. */
     public static final int IBV_ATOMIC_GLOB = 2;
 
     // enum ibv_dm_mask (infiniband/verbs.h)
+    /** {@code IBV_DM_MASK_HANDLE}, from enum ibv_dm_mask. */
     public static final int IBV_DM_MASK_HANDLE = 1;
 
     // enum ibv_odp_transport_cap_bits (infiniband/verbs.h)
+    /** {@code IBV_ODP_SUPPORT_SEND}, from enum ibv_odp_transport_cap_bits. */
     public static final int IBV_ODP_SUPPORT_SEND = 1;
+    /** {@code IBV_ODP_SUPPORT_RECV}, from enum ibv_odp_transport_cap_bits. */
     public static final int IBV_ODP_SUPPORT_RECV = 2;
+    /** {@code IBV_ODP_SUPPORT_WRITE}, from enum ibv_odp_transport_cap_bits. */
     public static final int IBV_ODP_SUPPORT_WRITE = 4;
+    /** {@code IBV_ODP_SUPPORT_READ}, from enum ibv_odp_transport_cap_bits. */
     public static final int IBV_ODP_SUPPORT_READ = 8;
+    /** {@code IBV_ODP_SUPPORT_ATOMIC}, from enum ibv_odp_transport_cap_bits. */
     public static final int IBV_ODP_SUPPORT_ATOMIC = 16;
+    /** {@code IBV_ODP_SUPPORT_SRQ_RECV}, from enum ibv_odp_transport_cap_bits. */
     public static final int IBV_ODP_SUPPORT_SRQ_RECV = 32;
 
     // enum ibv_odp_general_caps (infiniband/verbs.h)
+    /** {@code IBV_ODP_SUPPORT}, from enum ibv_odp_general_caps. */
     public static final int IBV_ODP_SUPPORT = 1;
+    /** {@code IBV_ODP_SUPPORT_IMPLICIT}, from enum ibv_odp_general_caps. */
     public static final int IBV_ODP_SUPPORT_IMPLICIT = 2;
 
     // enum ibv_rx_hash_function_flags (infiniband/verbs.h)
+    /** {@code IBV_RX_HASH_FUNC_TOEPLITZ}, from enum ibv_rx_hash_function_flags. */
     public static final int IBV_RX_HASH_FUNC_TOEPLITZ = 1;
 
     // enum ibv_rx_hash_fields (infiniband/verbs.h)
+    /** {@code IBV_RX_HASH_SRC_IPV4}, from enum ibv_rx_hash_fields. */
     public static final int IBV_RX_HASH_SRC_IPV4 = 1;
+    /** {@code IBV_RX_HASH_DST_IPV4}, from enum ibv_rx_hash_fields. */
     public static final int IBV_RX_HASH_DST_IPV4 = 2;
+    /** {@code IBV_RX_HASH_SRC_IPV6}, from enum ibv_rx_hash_fields. */
     public static final int IBV_RX_HASH_SRC_IPV6 = 4;
+    /** {@code IBV_RX_HASH_DST_IPV6}, from enum ibv_rx_hash_fields. */
     public static final int IBV_RX_HASH_DST_IPV6 = 8;
+    /** {@code IBV_RX_HASH_SRC_PORT_TCP}, from enum ibv_rx_hash_fields. */
     public static final int IBV_RX_HASH_SRC_PORT_TCP = 16;
+    /** {@code IBV_RX_HASH_DST_PORT_TCP}, from enum ibv_rx_hash_fields. */
     public static final int IBV_RX_HASH_DST_PORT_TCP = 32;
+    /** {@code IBV_RX_HASH_SRC_PORT_UDP}, from enum ibv_rx_hash_fields. */
     public static final int IBV_RX_HASH_SRC_PORT_UDP = 64;
+    /** {@code IBV_RX_HASH_DST_PORT_UDP}, from enum ibv_rx_hash_fields. */
     public static final int IBV_RX_HASH_DST_PORT_UDP = 128;
+    /** {@code IBV_RX_HASH_IPSEC_SPI}, from enum ibv_rx_hash_fields. */
     public static final int IBV_RX_HASH_IPSEC_SPI = 256;
+    /** {@code IBV_RX_HASH_INNER}, from enum ibv_rx_hash_fields. */
     public static final int IBV_RX_HASH_INNER = 0x80000000;
 
     // enum ibv_raw_packet_caps (infiniband/verbs.h)
+    /** {@code IBV_RAW_PACKET_CAP_CVLAN_STRIPPING}, from enum ibv_raw_packet_caps. */
     public static final int IBV_RAW_PACKET_CAP_CVLAN_STRIPPING = 1;
+    /** {@code IBV_RAW_PACKET_CAP_SCATTER_FCS}, from enum ibv_raw_packet_caps. */
     public static final int IBV_RAW_PACKET_CAP_SCATTER_FCS = 2;
+    /** {@code IBV_RAW_PACKET_CAP_IP_CSUM}, from enum ibv_raw_packet_caps. */
     public static final int IBV_RAW_PACKET_CAP_IP_CSUM = 4;
+    /** {@code IBV_RAW_PACKET_CAP_DELAY_DROP}, from enum ibv_raw_packet_caps. */
     public static final int IBV_RAW_PACKET_CAP_DELAY_DROP = 8;
 
     // enum ibv_tm_cap_flags (infiniband/verbs.h)
+    /** {@code IBV_TM_CAP_RC}, from enum ibv_tm_cap_flags. */
     public static final int IBV_TM_CAP_RC = 1;
 
     // enum ibv_pci_atomic_op_size (infiniband/verbs.h)
+    /** {@code IBV_PCI_ATOMIC_OPERATION_4_BYTE_SIZE_SUP}, from enum ibv_pci_atomic_op_size. */
     public static final int IBV_PCI_ATOMIC_OPERATION_4_BYTE_SIZE_SUP = 1;
+    /** {@code IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP}, from enum ibv_pci_atomic_op_size. */
     public static final int IBV_PCI_ATOMIC_OPERATION_8_BYTE_SIZE_SUP = 2;
+    /** {@code IBV_PCI_ATOMIC_OPERATION_16_BYTE_SIZE_SUP}, from enum ibv_pci_atomic_op_size. */
     public static final int IBV_PCI_ATOMIC_OPERATION_16_BYTE_SIZE_SUP = 4;
 
     // enum ibv_mtu (infiniband/verbs.h)
+    /** {@code IBV_MTU_256}, from enum ibv_mtu. */
     public static final int IBV_MTU_256 = 1;
+    /** {@code IBV_MTU_512}, from enum ibv_mtu. */
     public static final int IBV_MTU_512 = 2;
+    /** {@code IBV_MTU_1024}, from enum ibv_mtu. */
     public static final int IBV_MTU_1024 = 3;
+    /** {@code IBV_MTU_2048}, from enum ibv_mtu. */
     public static final int IBV_MTU_2048 = 4;
+    /** {@code IBV_MTU_4096}, from enum ibv_mtu. */
     public static final int IBV_MTU_4096 = 5;
 
     // enum ibv_port_state (infiniband/verbs.h)
+    /** {@code IBV_PORT_NOP}, from enum ibv_port_state. */
     public static final int IBV_PORT_NOP = 0;
+    /** {@code IBV_PORT_DOWN}, from enum ibv_port_state. */
     public static final int IBV_PORT_DOWN = 1;
+    /** {@code IBV_PORT_INIT}, from enum ibv_port_state. */
     public static final int IBV_PORT_INIT = 2;
+    /** {@code IBV_PORT_ARMED}, from enum ibv_port_state. */
     public static final int IBV_PORT_ARMED = 3;
+    /** {@code IBV_PORT_ACTIVE}, from enum ibv_port_state. */
     public static final int IBV_PORT_ACTIVE = 4;
+    /** {@code IBV_PORT_ACTIVE_DEFER}, from enum ibv_port_state. */
     public static final int IBV_PORT_ACTIVE_DEFER = 5;
 
     // enum (infiniband/verbs.h)
+    /** {@code IBV_LINK_LAYER_UNSPECIFIED}, from enum. */
     public static final int IBV_LINK_LAYER_UNSPECIFIED = 0;
+    /** {@code IBV_LINK_LAYER_INFINIBAND}, from enum. */
     public static final int IBV_LINK_LAYER_INFINIBAND = 1;
+    /** {@code IBV_LINK_LAYER_ETHERNET}, from enum. */
     public static final int IBV_LINK_LAYER_ETHERNET = 2;
 
     // enum ibv_port_cap_flags (infiniband/verbs.h)
+    /** {@code IBV_PORT_SM}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_SM = 2;
+    /** {@code IBV_PORT_NOTICE_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_NOTICE_SUP = 4;
+    /** {@code IBV_PORT_TRAP_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_TRAP_SUP = 8;
+    /** {@code IBV_PORT_OPT_IPD_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_OPT_IPD_SUP = 16;
+    /** {@code IBV_PORT_AUTO_MIGR_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_AUTO_MIGR_SUP = 32;
+    /** {@code IBV_PORT_SL_MAP_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_SL_MAP_SUP = 64;
+    /** {@code IBV_PORT_MKEY_NVRAM}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_MKEY_NVRAM = 128;
+    /** {@code IBV_PORT_PKEY_NVRAM}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_PKEY_NVRAM = 256;
+    /** {@code IBV_PORT_LED_INFO_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_LED_INFO_SUP = 512;
+    /** {@code IBV_PORT_SYS_IMAGE_GUID_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_SYS_IMAGE_GUID_SUP = 2048;
+    /** {@code IBV_PORT_PKEY_SW_EXT_PORT_TRAP_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_PKEY_SW_EXT_PORT_TRAP_SUP = 4096;
+    /** {@code IBV_PORT_EXTENDED_SPEEDS_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_EXTENDED_SPEEDS_SUP = 16384;
+    /** {@code IBV_PORT_CAP_MASK2_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_CAP_MASK2_SUP = 32768;
+    /** {@code IBV_PORT_CM_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_CM_SUP = 65536;
+    /** {@code IBV_PORT_SNMP_TUNNEL_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_SNMP_TUNNEL_SUP = 131072;
+    /** {@code IBV_PORT_REINIT_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_REINIT_SUP = 262144;
+    /** {@code IBV_PORT_DEVICE_MGMT_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_DEVICE_MGMT_SUP = 524288;
+    /** {@code IBV_PORT_VENDOR_CLASS_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_VENDOR_CLASS_SUP = 1048576;
+    /** {@code IBV_PORT_DR_NOTICE_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_DR_NOTICE_SUP = 2097152;
+    /** {@code IBV_PORT_CAP_MASK_NOTICE_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_CAP_MASK_NOTICE_SUP = 4194304;
+    /** {@code IBV_PORT_BOOT_MGMT_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_BOOT_MGMT_SUP = 8388608;
+    /** {@code IBV_PORT_LINK_LATENCY_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_LINK_LATENCY_SUP = 16777216;
+    /** {@code IBV_PORT_CLIENT_REG_SUP}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_CLIENT_REG_SUP = 33554432;
+    /** {@code IBV_PORT_IP_BASED_GIDS}, from enum ibv_port_cap_flags. */
     public static final int IBV_PORT_IP_BASED_GIDS = 67108864;
 
     // enum ibv_port_cap_flags2 (infiniband/verbs.h)
+    /** {@code IBV_PORT_SET_NODE_DESC_SUP}, from enum ibv_port_cap_flags2. */
     public static final int IBV_PORT_SET_NODE_DESC_SUP = 1;
+    /** {@code IBV_PORT_INFO_EXT_SUP}, from enum ibv_port_cap_flags2. */
     public static final int IBV_PORT_INFO_EXT_SUP = 2;
+    /** {@code IBV_PORT_VIRT_SUP}, from enum ibv_port_cap_flags2. */
     public static final int IBV_PORT_VIRT_SUP = 4;
+    /** {@code IBV_PORT_SWITCH_PORT_STATE_TABLE_SUP}, from enum ibv_port_cap_flags2. */
     public static final int IBV_PORT_SWITCH_PORT_STATE_TABLE_SUP = 8;
+    /** {@code IBV_PORT_LINK_WIDTH_2X_SUP}, from enum ibv_port_cap_flags2. */
     public static final int IBV_PORT_LINK_WIDTH_2X_SUP = 16;
+    /** {@code IBV_PORT_LINK_SPEED_HDR_SUP}, from enum ibv_port_cap_flags2. */
     public static final int IBV_PORT_LINK_SPEED_HDR_SUP = 32;
+    /** {@code IBV_PORT_LINK_SPEED_NDR_SUP}, from enum ibv_port_cap_flags2. */
     public static final int IBV_PORT_LINK_SPEED_NDR_SUP = 1024;
 
     // enum ibv_event_type (infiniband/verbs.h)
+    /** {@code IBV_EVENT_CQ_ERR}, from enum ibv_event_type. */
     public static final int IBV_EVENT_CQ_ERR = 0;
+    /** {@code IBV_EVENT_QP_FATAL}, from enum ibv_event_type. */
     public static final int IBV_EVENT_QP_FATAL = 1;
+    /** {@code IBV_EVENT_QP_REQ_ERR}, from enum ibv_event_type. */
     public static final int IBV_EVENT_QP_REQ_ERR = 2;
+    /** {@code IBV_EVENT_QP_ACCESS_ERR}, from enum ibv_event_type. */
     public static final int IBV_EVENT_QP_ACCESS_ERR = 3;
+    /** {@code IBV_EVENT_COMM_EST}, from enum ibv_event_type. */
     public static final int IBV_EVENT_COMM_EST = 4;
+    /** {@code IBV_EVENT_SQ_DRAINED}, from enum ibv_event_type. */
     public static final int IBV_EVENT_SQ_DRAINED = 5;
+    /** {@code IBV_EVENT_PATH_MIG}, from enum ibv_event_type. */
     public static final int IBV_EVENT_PATH_MIG = 6;
+    /** {@code IBV_EVENT_PATH_MIG_ERR}, from enum ibv_event_type. */
     public static final int IBV_EVENT_PATH_MIG_ERR = 7;
+    /** {@code IBV_EVENT_DEVICE_FATAL}, from enum ibv_event_type. */
     public static final int IBV_EVENT_DEVICE_FATAL = 8;
+    /** {@code IBV_EVENT_PORT_ACTIVE}, from enum ibv_event_type. */
     public static final int IBV_EVENT_PORT_ACTIVE = 9;
+    /** {@code IBV_EVENT_PORT_ERR}, from enum ibv_event_type. */
     public static final int IBV_EVENT_PORT_ERR = 10;
+    /** {@code IBV_EVENT_LID_CHANGE}, from enum ibv_event_type. */
     public static final int IBV_EVENT_LID_CHANGE = 11;
+    /** {@code IBV_EVENT_PKEY_CHANGE}, from enum ibv_event_type. */
     public static final int IBV_EVENT_PKEY_CHANGE = 12;
+    /** {@code IBV_EVENT_SM_CHANGE}, from enum ibv_event_type. */
     public static final int IBV_EVENT_SM_CHANGE = 13;
+    /** {@code IBV_EVENT_SRQ_ERR}, from enum ibv_event_type. */
     public static final int IBV_EVENT_SRQ_ERR = 14;
+    /** {@code IBV_EVENT_SRQ_LIMIT_REACHED}, from enum ibv_event_type. */
     public static final int IBV_EVENT_SRQ_LIMIT_REACHED = 15;
+    /** {@code IBV_EVENT_QP_LAST_WQE_REACHED}, from enum ibv_event_type. */
     public static final int IBV_EVENT_QP_LAST_WQE_REACHED = 16;
+    /** {@code IBV_EVENT_CLIENT_REREGISTER}, from enum ibv_event_type. */
     public static final int IBV_EVENT_CLIENT_REREGISTER = 17;
+    /** {@code IBV_EVENT_GID_CHANGE}, from enum ibv_event_type. */
     public static final int IBV_EVENT_GID_CHANGE = 18;
+    /** {@code IBV_EVENT_WQ_FATAL}, from enum ibv_event_type. */
     public static final int IBV_EVENT_WQ_FATAL = 19;
 
     // enum ibv_wc_status (infiniband/verbs.h)
+    /** {@code IBV_WC_SUCCESS}, from enum ibv_wc_status. */
     public static final int IBV_WC_SUCCESS = 0;
+    /** {@code IBV_WC_LOC_LEN_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_LOC_LEN_ERR = 1;
+    /** {@code IBV_WC_LOC_QP_OP_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_LOC_QP_OP_ERR = 2;
+    /** {@code IBV_WC_LOC_EEC_OP_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_LOC_EEC_OP_ERR = 3;
+    /** {@code IBV_WC_LOC_PROT_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_LOC_PROT_ERR = 4;
+    /** {@code IBV_WC_WR_FLUSH_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_WR_FLUSH_ERR = 5;
+    /** {@code IBV_WC_MW_BIND_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_MW_BIND_ERR = 6;
+    /** {@code IBV_WC_BAD_RESP_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_BAD_RESP_ERR = 7;
+    /** {@code IBV_WC_LOC_ACCESS_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_LOC_ACCESS_ERR = 8;
+    /** {@code IBV_WC_REM_INV_REQ_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_REM_INV_REQ_ERR = 9;
+    /** {@code IBV_WC_REM_ACCESS_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_REM_ACCESS_ERR = 10;
+    /** {@code IBV_WC_REM_OP_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_REM_OP_ERR = 11;
+    /** {@code IBV_WC_RETRY_EXC_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_RETRY_EXC_ERR = 12;
+    /** {@code IBV_WC_RNR_RETRY_EXC_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_RNR_RETRY_EXC_ERR = 13;
+    /** {@code IBV_WC_LOC_RDD_VIOL_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_LOC_RDD_VIOL_ERR = 14;
+    /** {@code IBV_WC_REM_INV_RD_REQ_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_REM_INV_RD_REQ_ERR = 15;
+    /** {@code IBV_WC_REM_ABORT_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_REM_ABORT_ERR = 16;
+    /** {@code IBV_WC_INV_EECN_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_INV_EECN_ERR = 17;
+    /** {@code IBV_WC_INV_EEC_STATE_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_INV_EEC_STATE_ERR = 18;
+    /** {@code IBV_WC_FATAL_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_FATAL_ERR = 19;
+    /** {@code IBV_WC_RESP_TIMEOUT_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_RESP_TIMEOUT_ERR = 20;
+    /** {@code IBV_WC_GENERAL_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_GENERAL_ERR = 21;
+    /** {@code IBV_WC_TM_ERR}, from enum ibv_wc_status. */
     public static final int IBV_WC_TM_ERR = 22;
+    /** {@code IBV_WC_TM_RNDV_INCOMPLETE}, from enum ibv_wc_status. */
     public static final int IBV_WC_TM_RNDV_INCOMPLETE = 23;
 
     // enum ibv_wc_opcode (infiniband/verbs.h)
+    /** {@code IBV_WC_SEND}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_SEND = 0;
+    /** {@code IBV_WC_RDMA_WRITE}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_RDMA_WRITE = 1;
+    /** {@code IBV_WC_RDMA_READ}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_RDMA_READ = 2;
+    /** {@code IBV_WC_COMP_SWAP}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_COMP_SWAP = 3;
+    /** {@code IBV_WC_FETCH_ADD}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_FETCH_ADD = 4;
+    /** {@code IBV_WC_BIND_MW}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_BIND_MW = 5;
+    /** {@code IBV_WC_LOCAL_INV}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_LOCAL_INV = 6;
+    /** {@code IBV_WC_TSO}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_TSO = 7;
+    /** {@code IBV_WC_ATOMIC_WRITE}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_ATOMIC_WRITE = 9;
+    /** {@code IBV_WC_RECV}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_RECV = 128;
+    /** {@code IBV_WC_RECV_RDMA_WITH_IMM}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_RECV_RDMA_WITH_IMM = 129;
+    /** {@code IBV_WC_TM_ADD}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_TM_ADD = 130;
+    /** {@code IBV_WC_TM_DEL}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_TM_DEL = 131;
+    /** {@code IBV_WC_TM_SYNC}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_TM_SYNC = 132;
+    /** {@code IBV_WC_TM_RECV}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_TM_RECV = 133;
+    /** {@code IBV_WC_TM_NO_TAG}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_TM_NO_TAG = 134;
+    /** {@code IBV_WC_DRIVER1}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_DRIVER1 = 135;
+    /** {@code IBV_WC_DRIVER2}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_DRIVER2 = 136;
+    /** {@code IBV_WC_DRIVER3}, from enum ibv_wc_opcode. */
     public static final int IBV_WC_DRIVER3 = 137;
 
     // enum (infiniband/verbs.h)
+    /** {@code IBV_WC_IP_CSUM_OK_SHIFT}, from enum. */
     public static final int IBV_WC_IP_CSUM_OK_SHIFT = 2;
 
     // enum ibv_create_cq_wc_flags (infiniband/verbs.h)
+    /** {@code IBV_WC_EX_WITH_BYTE_LEN}, from enum ibv_create_cq_wc_flags. */
     public static final int IBV_WC_EX_WITH_BYTE_LEN = 1;
+    /** {@code IBV_WC_EX_WITH_IMM}, from enum ibv_create_cq_wc_flags. */
     public static final int IBV_WC_EX_WITH_IMM = 2;
+    /** {@code IBV_WC_EX_WITH_QP_NUM}, from enum ibv_create_cq_wc_flags. */
     public static final int IBV_WC_EX_WITH_QP_NUM = 4;
+    /** {@code IBV_WC_EX_WITH_SRC_QP}, from enum ibv_create_cq_wc_flags. */
     public static final int IBV_WC_EX_WITH_SRC_QP = 8;
+    /** {@code IBV_WC_EX_WITH_SLID}, from enum ibv_create_cq_wc_flags. */
     public static final int IBV_WC_EX_WITH_SLID = 16;
+    /** {@code IBV_WC_EX_WITH_SL}, from enum ibv_create_cq_wc_flags. */
     public static final int IBV_WC_EX_WITH_SL = 32;
+    /** {@code IBV_WC_EX_WITH_DLID_PATH_BITS}, from enum ibv_create_cq_wc_flags. */
     public static final int IBV_WC_EX_WITH_DLID_PATH_BITS = 64;
+    /** {@code IBV_WC_EX_WITH_COMPLETION_TIMESTAMP}, from enum ibv_create_cq_wc_flags. */
     public static final int IBV_WC_EX_WITH_COMPLETION_TIMESTAMP = 128;
+    /** {@code IBV_WC_EX_WITH_CVLAN}, from enum ibv_create_cq_wc_flags. */
     public static final int IBV_WC_EX_WITH_CVLAN = 256;
+    /** {@code IBV_WC_EX_WITH_FLOW_TAG}, from enum ibv_create_cq_wc_flags. */
     public static final int IBV_WC_EX_WITH_FLOW_TAG = 512;
+    /** {@code IBV_WC_EX_WITH_TM_INFO}, from enum ibv_create_cq_wc_flags. */
     public static final int IBV_WC_EX_WITH_TM_INFO = 1024;
+    /** {@code IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK}, from enum ibv_create_cq_wc_flags. */
     public static final int IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK = 2048;
 
     // enum (infiniband/verbs.h)
+    /** {@code IBV_WC_STANDARD_FLAGS}, from enum. */
     public static final int IBV_WC_STANDARD_FLAGS = 127;
+    /** {@code IBV_CREATE_CQ_SUP_WC_FLAGS}, from enum. */
     public static final int IBV_CREATE_CQ_SUP_WC_FLAGS = 4095;
 
     // enum ibv_wc_flags (infiniband/verbs.h)
+    /** {@code IBV_WC_GRH}, from enum ibv_wc_flags. */
     public static final int IBV_WC_GRH = 1;
+    /** {@code IBV_WC_WITH_IMM}, from enum ibv_wc_flags. */
     public static final int IBV_WC_WITH_IMM = 2;
+    /** {@code IBV_WC_IP_CSUM_OK}, from enum ibv_wc_flags. */
     public static final int IBV_WC_IP_CSUM_OK = 4;
+    /** {@code IBV_WC_WITH_INV}, from enum ibv_wc_flags. */
     public static final int IBV_WC_WITH_INV = 8;
+    /** {@code IBV_WC_TM_SYNC_REQ}, from enum ibv_wc_flags. */
     public static final int IBV_WC_TM_SYNC_REQ = 16;
+    /** {@code IBV_WC_TM_MATCH}, from enum ibv_wc_flags. */
     public static final int IBV_WC_TM_MATCH = 32;
+    /** {@code IBV_WC_TM_DATA_VALID}, from enum ibv_wc_flags. */
     public static final int IBV_WC_TM_DATA_VALID = 64;
 
     // enum ibv_access_flags (infiniband/verbs.h)
+    /** {@code IBV_ACCESS_LOCAL_WRITE}, from enum ibv_access_flags. */
     public static final int IBV_ACCESS_LOCAL_WRITE = 1;
+    /** {@code IBV_ACCESS_REMOTE_WRITE}, from enum ibv_access_flags. */
     public static final int IBV_ACCESS_REMOTE_WRITE = 2;
+    /** {@code IBV_ACCESS_REMOTE_READ}, from enum ibv_access_flags. */
     public static final int IBV_ACCESS_REMOTE_READ = 4;
+    /** {@code IBV_ACCESS_REMOTE_ATOMIC}, from enum ibv_access_flags. */
     public static final int IBV_ACCESS_REMOTE_ATOMIC = 8;
+    /** {@code IBV_ACCESS_MW_BIND}, from enum ibv_access_flags. */
     public static final int IBV_ACCESS_MW_BIND = 16;
+    /** {@code IBV_ACCESS_ZERO_BASED}, from enum ibv_access_flags. */
     public static final int IBV_ACCESS_ZERO_BASED = 32;
+    /** {@code IBV_ACCESS_ON_DEMAND}, from enum ibv_access_flags. */
     public static final int IBV_ACCESS_ON_DEMAND = 64;
+    /** {@code IBV_ACCESS_HUGETLB}, from enum ibv_access_flags. */
     public static final int IBV_ACCESS_HUGETLB = 128;
+    /** {@code IBV_ACCESS_RELAXED_ORDERING}, from enum ibv_access_flags. */
     public static final int IBV_ACCESS_RELAXED_ORDERING = 1048576;
 
     // enum ibv_xrcd_init_attr_mask (infiniband/verbs.h)
+    /** {@code IBV_XRCD_INIT_ATTR_FD}, from enum ibv_xrcd_init_attr_mask. */
     public static final int IBV_XRCD_INIT_ATTR_FD = 1;
+    /** {@code IBV_XRCD_INIT_ATTR_OFLAGS}, from enum ibv_xrcd_init_attr_mask. */
     public static final int IBV_XRCD_INIT_ATTR_OFLAGS = 2;
+    /** {@code IBV_XRCD_INIT_ATTR_RESERVED}, from enum ibv_xrcd_init_attr_mask. */
     public static final int IBV_XRCD_INIT_ATTR_RESERVED = 4;
 
     // enum ibv_rereg_mr_flags (infiniband/verbs.h)
+    /** {@code IBV_REREG_MR_CHANGE_TRANSLATION}, from enum ibv_rereg_mr_flags. */
     public static final int IBV_REREG_MR_CHANGE_TRANSLATION = 1;
+    /** {@code IBV_REREG_MR_CHANGE_PD}, from enum ibv_rereg_mr_flags. */
     public static final int IBV_REREG_MR_CHANGE_PD = 2;
+    /** {@code IBV_REREG_MR_CHANGE_ACCESS}, from enum ibv_rereg_mr_flags. */
     public static final int IBV_REREG_MR_CHANGE_ACCESS = 4;
+    /** {@code IBV_REREG_MR_FLAGS_SUPPORTED}, from enum ibv_rereg_mr_flags. */
     public static final int IBV_REREG_MR_FLAGS_SUPPORTED = 7;
 
     // enum ibv_mw_type (infiniband/verbs.h)
+    /** {@code IBV_MW_TYPE_1}, from enum ibv_mw_type. */
     public static final int IBV_MW_TYPE_1 = 1;
+    /** {@code IBV_MW_TYPE_2}, from enum ibv_mw_type. */
     public static final int IBV_MW_TYPE_2 = 2;
 
     // enum ibv_rate (infiniband/verbs.h)
+    /** {@code IBV_RATE_MAX}, from enum ibv_rate. */
     public static final int IBV_RATE_MAX = 0;
+    /** {@code IBV_RATE_2_5_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_2_5_GBPS = 2;
+    /** {@code IBV_RATE_5_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_5_GBPS = 5;
+    /** {@code IBV_RATE_10_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_10_GBPS = 3;
+    /** {@code IBV_RATE_20_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_20_GBPS = 6;
+    /** {@code IBV_RATE_30_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_30_GBPS = 4;
+    /** {@code IBV_RATE_40_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_40_GBPS = 7;
+    /** {@code IBV_RATE_60_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_60_GBPS = 8;
+    /** {@code IBV_RATE_80_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_80_GBPS = 9;
+    /** {@code IBV_RATE_120_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_120_GBPS = 10;
+    /** {@code IBV_RATE_14_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_14_GBPS = 11;
+    /** {@code IBV_RATE_56_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_56_GBPS = 12;
+    /** {@code IBV_RATE_112_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_112_GBPS = 13;
+    /** {@code IBV_RATE_168_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_168_GBPS = 14;
+    /** {@code IBV_RATE_25_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_25_GBPS = 15;
+    /** {@code IBV_RATE_100_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_100_GBPS = 16;
+    /** {@code IBV_RATE_200_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_200_GBPS = 17;
+    /** {@code IBV_RATE_300_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_300_GBPS = 18;
+    /** {@code IBV_RATE_28_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_28_GBPS = 19;
+    /** {@code IBV_RATE_50_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_50_GBPS = 20;
+    /** {@code IBV_RATE_400_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_400_GBPS = 21;
+    /** {@code IBV_RATE_600_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_600_GBPS = 22;
+    /** {@code IBV_RATE_800_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_800_GBPS = 23;
+    /** {@code IBV_RATE_1200_GBPS}, from enum ibv_rate. */
     public static final int IBV_RATE_1200_GBPS = 24;
 
     // enum ibv_srq_attr_mask (infiniband/verbs.h)
+    /** {@code IBV_SRQ_MAX_WR}, from enum ibv_srq_attr_mask. */
     public static final int IBV_SRQ_MAX_WR = 1;
+    /** {@code IBV_SRQ_LIMIT}, from enum ibv_srq_attr_mask. */
     public static final int IBV_SRQ_LIMIT = 2;
 
     // enum ibv_srq_type (infiniband/verbs.h)
+    /** {@code IBV_SRQT_BASIC}, from enum ibv_srq_type. */
     public static final int IBV_SRQT_BASIC = 0;
+    /** {@code IBV_SRQT_XRC}, from enum ibv_srq_type. */
     public static final int IBV_SRQT_XRC = 1;
+    /** {@code IBV_SRQT_TM}, from enum ibv_srq_type. */
     public static final int IBV_SRQT_TM = 2;
 
     // enum ibv_srq_init_attr_mask (infiniband/verbs.h)
+    /** {@code IBV_SRQ_INIT_ATTR_TYPE}, from enum ibv_srq_init_attr_mask. */
     public static final int IBV_SRQ_INIT_ATTR_TYPE = 1;
+    /** {@code IBV_SRQ_INIT_ATTR_PD}, from enum ibv_srq_init_attr_mask. */
     public static final int IBV_SRQ_INIT_ATTR_PD = 2;
+    /** {@code IBV_SRQ_INIT_ATTR_XRCD}, from enum ibv_srq_init_attr_mask. */
     public static final int IBV_SRQ_INIT_ATTR_XRCD = 4;
+    /** {@code IBV_SRQ_INIT_ATTR_CQ}, from enum ibv_srq_init_attr_mask. */
     public static final int IBV_SRQ_INIT_ATTR_CQ = 8;
+    /** {@code IBV_SRQ_INIT_ATTR_TM}, from enum ibv_srq_init_attr_mask. */
     public static final int IBV_SRQ_INIT_ATTR_TM = 16;
+    /** {@code IBV_SRQ_INIT_ATTR_RESERVED}, from enum ibv_srq_init_attr_mask. */
     public static final int IBV_SRQ_INIT_ATTR_RESERVED = 32;
 
     // enum ibv_wq_type (infiniband/verbs.h)
+    /** {@code IBV_WQT_RQ}, from enum ibv_wq_type. */
     public static final int IBV_WQT_RQ = 0;
 
     // enum ibv_wq_init_attr_mask (infiniband/verbs.h)
+    /** {@code IBV_WQ_INIT_ATTR_FLAGS}, from enum ibv_wq_init_attr_mask. */
     public static final int IBV_WQ_INIT_ATTR_FLAGS = 1;
+    /** {@code IBV_WQ_INIT_ATTR_RESERVED}, from enum ibv_wq_init_attr_mask. */
     public static final int IBV_WQ_INIT_ATTR_RESERVED = 2;
 
     // enum ibv_wq_flags (infiniband/verbs.h)
+    /** {@code IBV_WQ_FLAGS_CVLAN_STRIPPING}, from enum ibv_wq_flags. */
     public static final int IBV_WQ_FLAGS_CVLAN_STRIPPING = 1;
+    /** {@code IBV_WQ_FLAGS_SCATTER_FCS}, from enum ibv_wq_flags. */
     public static final int IBV_WQ_FLAGS_SCATTER_FCS = 2;
+    /** {@code IBV_WQ_FLAGS_DELAY_DROP}, from enum ibv_wq_flags. */
     public static final int IBV_WQ_FLAGS_DELAY_DROP = 4;
+    /** {@code IBV_WQ_FLAGS_PCI_WRITE_END_PADDING}, from enum ibv_wq_flags. */
     public static final int IBV_WQ_FLAGS_PCI_WRITE_END_PADDING = 8;
+    /** {@code IBV_WQ_FLAGS_RESERVED}, from enum ibv_wq_flags. */
     public static final int IBV_WQ_FLAGS_RESERVED = 16;
 
     // enum ibv_wq_state (infiniband/verbs.h)
+    /** {@code IBV_WQS_RESET}, from enum ibv_wq_state. */
     public static final int IBV_WQS_RESET = 0;
+    /** {@code IBV_WQS_RDY}, from enum ibv_wq_state. */
     public static final int IBV_WQS_RDY = 1;
+    /** {@code IBV_WQS_ERR}, from enum ibv_wq_state. */
     public static final int IBV_WQS_ERR = 2;
+    /** {@code IBV_WQS_UNKNOWN}, from enum ibv_wq_state. */
     public static final int IBV_WQS_UNKNOWN = 3;
 
     // enum ibv_wq_attr_mask (infiniband/verbs.h)
+    /** {@code IBV_WQ_ATTR_STATE}, from enum ibv_wq_attr_mask. */
     public static final int IBV_WQ_ATTR_STATE = 1;
+    /** {@code IBV_WQ_ATTR_CURR_STATE}, from enum ibv_wq_attr_mask. */
     public static final int IBV_WQ_ATTR_CURR_STATE = 2;
+    /** {@code IBV_WQ_ATTR_FLAGS}, from enum ibv_wq_attr_mask. */
     public static final int IBV_WQ_ATTR_FLAGS = 4;
+    /** {@code IBV_WQ_ATTR_RESERVED}, from enum ibv_wq_attr_mask. */
     public static final int IBV_WQ_ATTR_RESERVED = 8;
 
     // enum ibv_ind_table_init_attr_mask (infiniband/verbs.h)
+    /** {@code IBV_CREATE_IND_TABLE_RESERVED}, from enum ibv_ind_table_init_attr_mask. */
     public static final int IBV_CREATE_IND_TABLE_RESERVED = 1;
 
     // enum ibv_qp_type (infiniband/verbs.h)
+    /** {@code IBV_QPT_RC}, from enum ibv_qp_type. */
     public static final int IBV_QPT_RC = 2;
+    /** {@code IBV_QPT_UC}, from enum ibv_qp_type. */
     public static final int IBV_QPT_UC = 3;
+    /** {@code IBV_QPT_UD}, from enum ibv_qp_type. */
     public static final int IBV_QPT_UD = 4;
+    /** {@code IBV_QPT_RAW_PACKET}, from enum ibv_qp_type. */
     public static final int IBV_QPT_RAW_PACKET = 8;
+    /** {@code IBV_QPT_XRC_SEND}, from enum ibv_qp_type. */
     public static final int IBV_QPT_XRC_SEND = 9;
+    /** {@code IBV_QPT_XRC_RECV}, from enum ibv_qp_type. */
     public static final int IBV_QPT_XRC_RECV = 10;
+    /** {@code IBV_QPT_DRIVER}, from enum ibv_qp_type. */
     public static final int IBV_QPT_DRIVER = 255;
 
     // enum ibv_qp_init_attr_mask (infiniband/verbs.h)
+    /** {@code IBV_QP_INIT_ATTR_PD}, from enum ibv_qp_init_attr_mask. */
     public static final int IBV_QP_INIT_ATTR_PD = 1;
+    /** {@code IBV_QP_INIT_ATTR_XRCD}, from enum ibv_qp_init_attr_mask. */
     public static final int IBV_QP_INIT_ATTR_XRCD = 2;
+    /** {@code IBV_QP_INIT_ATTR_CREATE_FLAGS}, from enum ibv_qp_init_attr_mask. */
     public static final int IBV_QP_INIT_ATTR_CREATE_FLAGS = 4;
+    /** {@code IBV_QP_INIT_ATTR_MAX_TSO_HEADER}, from enum ibv_qp_init_attr_mask. */
     public static final int IBV_QP_INIT_ATTR_MAX_TSO_HEADER = 8;
+    /** {@code IBV_QP_INIT_ATTR_IND_TABLE}, from enum ibv_qp_init_attr_mask. */
     public static final int IBV_QP_INIT_ATTR_IND_TABLE = 16;
+    /** {@code IBV_QP_INIT_ATTR_RX_HASH}, from enum ibv_qp_init_attr_mask. */
     public static final int IBV_QP_INIT_ATTR_RX_HASH = 32;
+    /** {@code IBV_QP_INIT_ATTR_SEND_OPS_FLAGS}, from enum ibv_qp_init_attr_mask. */
     public static final int IBV_QP_INIT_ATTR_SEND_OPS_FLAGS = 64;
 
     // enum ibv_qp_create_flags (infiniband/verbs.h)
+    /** {@code IBV_QP_CREATE_BLOCK_SELF_MCAST_LB}, from enum ibv_qp_create_flags. */
     public static final int IBV_QP_CREATE_BLOCK_SELF_MCAST_LB = 2;
+    /** {@code IBV_QP_CREATE_SCATTER_FCS}, from enum ibv_qp_create_flags. */
     public static final int IBV_QP_CREATE_SCATTER_FCS = 256;
+    /** {@code IBV_QP_CREATE_CVLAN_STRIPPING}, from enum ibv_qp_create_flags. */
     public static final int IBV_QP_CREATE_CVLAN_STRIPPING = 512;
+    /** {@code IBV_QP_CREATE_SOURCE_QPN}, from enum ibv_qp_create_flags. */
     public static final int IBV_QP_CREATE_SOURCE_QPN = 1024;
+    /** {@code IBV_QP_CREATE_PCI_WRITE_END_PADDING}, from enum ibv_qp_create_flags. */
     public static final int IBV_QP_CREATE_PCI_WRITE_END_PADDING = 2048;
 
     // enum ibv_qp_create_send_ops_flags (infiniband/verbs.h)
+    /** {@code IBV_QP_EX_WITH_RDMA_WRITE}, from enum ibv_qp_create_send_ops_flags. */
     public static final int IBV_QP_EX_WITH_RDMA_WRITE = 1;
+    /** {@code IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM}, from enum ibv_qp_create_send_ops_flags. */
     public static final int IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM = 2;
+    /** {@code IBV_QP_EX_WITH_SEND}, from enum ibv_qp_create_send_ops_flags. */
     public static final int IBV_QP_EX_WITH_SEND = 4;
+    /** {@code IBV_QP_EX_WITH_SEND_WITH_IMM}, from enum ibv_qp_create_send_ops_flags. */
     public static final int IBV_QP_EX_WITH_SEND_WITH_IMM = 8;
+    /** {@code IBV_QP_EX_WITH_RDMA_READ}, from enum ibv_qp_create_send_ops_flags. */
     public static final int IBV_QP_EX_WITH_RDMA_READ = 16;
+    /** {@code IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP}, from enum ibv_qp_create_send_ops_flags. */
     public static final int IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP = 32;
+    /** {@code IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD}, from enum ibv_qp_create_send_ops_flags. */
     public static final int IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD = 64;
+    /** {@code IBV_QP_EX_WITH_LOCAL_INV}, from enum ibv_qp_create_send_ops_flags. */
     public static final int IBV_QP_EX_WITH_LOCAL_INV = 128;
+    /** {@code IBV_QP_EX_WITH_BIND_MW}, from enum ibv_qp_create_send_ops_flags. */
     public static final int IBV_QP_EX_WITH_BIND_MW = 256;
+    /** {@code IBV_QP_EX_WITH_SEND_WITH_INV}, from enum ibv_qp_create_send_ops_flags. */
     public static final int IBV_QP_EX_WITH_SEND_WITH_INV = 512;
+    /** {@code IBV_QP_EX_WITH_TSO}, from enum ibv_qp_create_send_ops_flags. */
     public static final int IBV_QP_EX_WITH_TSO = 1024;
+    /** {@code IBV_QP_EX_WITH_ATOMIC_WRITE}, from enum ibv_qp_create_send_ops_flags. */
     public static final int IBV_QP_EX_WITH_ATOMIC_WRITE = 4096;
 
     // enum ibv_qp_open_attr_mask (infiniband/verbs.h)
+    /** {@code IBV_QP_OPEN_ATTR_NUM}, from enum ibv_qp_open_attr_mask. */
     public static final int IBV_QP_OPEN_ATTR_NUM = 1;
+    /** {@code IBV_QP_OPEN_ATTR_XRCD}, from enum ibv_qp_open_attr_mask. */
     public static final int IBV_QP_OPEN_ATTR_XRCD = 2;
+    /** {@code IBV_QP_OPEN_ATTR_CONTEXT}, from enum ibv_qp_open_attr_mask. */
     public static final int IBV_QP_OPEN_ATTR_CONTEXT = 4;
+    /** {@code IBV_QP_OPEN_ATTR_TYPE}, from enum ibv_qp_open_attr_mask. */
     public static final int IBV_QP_OPEN_ATTR_TYPE = 8;
+    /** {@code IBV_QP_OPEN_ATTR_RESERVED}, from enum ibv_qp_open_attr_mask. */
     public static final int IBV_QP_OPEN_ATTR_RESERVED = 16;
 
     // enum ibv_qp_attr_mask (infiniband/verbs.h)
+    /** {@code IBV_QP_STATE}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_STATE = 1;
+    /** {@code IBV_QP_CUR_STATE}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_CUR_STATE = 2;
+    /** {@code IBV_QP_EN_SQD_ASYNC_NOTIFY}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_EN_SQD_ASYNC_NOTIFY = 4;
+    /** {@code IBV_QP_ACCESS_FLAGS}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_ACCESS_FLAGS = 8;
+    /** {@code IBV_QP_PKEY_INDEX}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_PKEY_INDEX = 16;
+    /** {@code IBV_QP_PORT}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_PORT = 32;
+    /** {@code IBV_QP_QKEY}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_QKEY = 64;
+    /** {@code IBV_QP_AV}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_AV = 128;
+    /** {@code IBV_QP_PATH_MTU}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_PATH_MTU = 256;
+    /** {@code IBV_QP_TIMEOUT}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_TIMEOUT = 512;
+    /** {@code IBV_QP_RETRY_CNT}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_RETRY_CNT = 1024;
+    /** {@code IBV_QP_RNR_RETRY}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_RNR_RETRY = 2048;
+    /** {@code IBV_QP_RQ_PSN}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_RQ_PSN = 4096;
+    /** {@code IBV_QP_MAX_QP_RD_ATOMIC}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_MAX_QP_RD_ATOMIC = 8192;
+    /** {@code IBV_QP_ALT_PATH}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_ALT_PATH = 16384;
+    /** {@code IBV_QP_MIN_RNR_TIMER}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_MIN_RNR_TIMER = 32768;
+    /** {@code IBV_QP_SQ_PSN}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_SQ_PSN = 65536;
+    /** {@code IBV_QP_MAX_DEST_RD_ATOMIC}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_MAX_DEST_RD_ATOMIC = 131072;
+    /** {@code IBV_QP_PATH_MIG_STATE}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_PATH_MIG_STATE = 262144;
+    /** {@code IBV_QP_CAP}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_CAP = 524288;
+    /** {@code IBV_QP_DEST_QPN}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_DEST_QPN = 1048576;
+    /** {@code IBV_QP_RATE_LIMIT}, from enum ibv_qp_attr_mask. */
     public static final int IBV_QP_RATE_LIMIT = 33554432;
 
     // enum ibv_qp_state (infiniband/verbs.h)
+    /** {@code IBV_QPS_RESET}, from enum ibv_qp_state. */
     public static final int IBV_QPS_RESET = 0;
+    /** {@code IBV_QPS_INIT}, from enum ibv_qp_state. */
     public static final int IBV_QPS_INIT = 1;
+    /** {@code IBV_QPS_RTR}, from enum ibv_qp_state. */
     public static final int IBV_QPS_RTR = 2;
+    /** {@code IBV_QPS_RTS}, from enum ibv_qp_state. */
     public static final int IBV_QPS_RTS = 3;
+    /** {@code IBV_QPS_SQD}, from enum ibv_qp_state. */
     public static final int IBV_QPS_SQD = 4;
+    /** {@code IBV_QPS_SQE}, from enum ibv_qp_state. */
     public static final int IBV_QPS_SQE = 5;
+    /** {@code IBV_QPS_ERR}, from enum ibv_qp_state. */
     public static final int IBV_QPS_ERR = 6;
+    /** {@code IBV_QPS_UNKNOWN}, from enum ibv_qp_state. */
     public static final int IBV_QPS_UNKNOWN = 7;
 
     // enum ibv_mig_state (infiniband/verbs.h)
+    /** {@code IBV_MIG_MIGRATED}, from enum ibv_mig_state. */
     public static final int IBV_MIG_MIGRATED = 0;
+    /** {@code IBV_MIG_REARM}, from enum ibv_mig_state. */
     public static final int IBV_MIG_REARM = 1;
+    /** {@code IBV_MIG_ARMED}, from enum ibv_mig_state. */
     public static final int IBV_MIG_ARMED = 2;
 
     // enum ibv_wr_opcode (infiniband/verbs.h)
+    /** {@code IBV_WR_RDMA_WRITE}, from enum ibv_wr_opcode. */
     public static final int IBV_WR_RDMA_WRITE = 0;
+    /** {@code IBV_WR_RDMA_WRITE_WITH_IMM}, from enum ibv_wr_opcode. */
     public static final int IBV_WR_RDMA_WRITE_WITH_IMM = 1;
+    /** {@code IBV_WR_SEND}, from enum ibv_wr_opcode. */
     public static final int IBV_WR_SEND = 2;
+    /** {@code IBV_WR_SEND_WITH_IMM}, from enum ibv_wr_opcode. */
     public static final int IBV_WR_SEND_WITH_IMM = 3;
+    /** {@code IBV_WR_RDMA_READ}, from enum ibv_wr_opcode. */
     public static final int IBV_WR_RDMA_READ = 4;
+    /** {@code IBV_WR_ATOMIC_CMP_AND_SWP}, from enum ibv_wr_opcode. */
     public static final int IBV_WR_ATOMIC_CMP_AND_SWP = 5;
+    /** {@code IBV_WR_ATOMIC_FETCH_AND_ADD}, from enum ibv_wr_opcode. */
     public static final int IBV_WR_ATOMIC_FETCH_AND_ADD = 6;
+    /** {@code IBV_WR_LOCAL_INV}, from enum ibv_wr_opcode. */
     public static final int IBV_WR_LOCAL_INV = 7;
+    /** {@code IBV_WR_BIND_MW}, from enum ibv_wr_opcode. */
     public static final int IBV_WR_BIND_MW = 8;
+    /** {@code IBV_WR_SEND_WITH_INV}, from enum ibv_wr_opcode. */
     public static final int IBV_WR_SEND_WITH_INV = 9;
+    /** {@code IBV_WR_TSO}, from enum ibv_wr_opcode. */
     public static final int IBV_WR_TSO = 10;
+    /** {@code IBV_WR_DRIVER1}, from enum ibv_wr_opcode. */
     public static final int IBV_WR_DRIVER1 = 11;
+    /** {@code IBV_WR_ATOMIC_WRITE}, from enum ibv_wr_opcode. */
     public static final int IBV_WR_ATOMIC_WRITE = 15;
 
     // enum ibv_send_flags (infiniband/verbs.h)
+    /** {@code IBV_SEND_FENCE}, from enum ibv_send_flags. */
     public static final int IBV_SEND_FENCE = 1;
+    /** {@code IBV_SEND_SIGNALED}, from enum ibv_send_flags. */
     public static final int IBV_SEND_SIGNALED = 2;
+    /** {@code IBV_SEND_SOLICITED}, from enum ibv_send_flags. */
     public static final int IBV_SEND_SOLICITED = 4;
+    /** {@code IBV_SEND_INLINE}, from enum ibv_send_flags. */
     public static final int IBV_SEND_INLINE = 8;
+    /** {@code IBV_SEND_IP_CSUM}, from enum ibv_send_flags. */
     public static final int IBV_SEND_IP_CSUM = 16;
 
     // enum ibv_ops_wr_opcode (infiniband/verbs.h)
+    /** {@code IBV_WR_TAG_ADD}, from enum ibv_ops_wr_opcode. */
     public static final int IBV_WR_TAG_ADD = 0;
+    /** {@code IBV_WR_TAG_DEL}, from enum ibv_ops_wr_opcode. */
     public static final int IBV_WR_TAG_DEL = 1;
+    /** {@code IBV_WR_TAG_SYNC}, from enum ibv_ops_wr_opcode. */
     public static final int IBV_WR_TAG_SYNC = 2;
 
     // enum ibv_ops_flags (infiniband/verbs.h)
+    /** {@code IBV_OPS_SIGNALED}, from enum ibv_ops_flags. */
     public static final int IBV_OPS_SIGNALED = 1;
+    /** {@code IBV_OPS_TM_SYNC}, from enum ibv_ops_flags. */
     public static final int IBV_OPS_TM_SYNC = 2;
 
     // enum ibv_cq_attr_mask (infiniband/verbs.h)
+    /** {@code IBV_CQ_ATTR_MODERATE}, from enum ibv_cq_attr_mask. */
     public static final int IBV_CQ_ATTR_MODERATE = 1;
+    /** {@code IBV_CQ_ATTR_RESERVED}, from enum ibv_cq_attr_mask. */
     public static final int IBV_CQ_ATTR_RESERVED = 2;
 
     // enum ibv_flow_flags (infiniband/verbs.h)
+    /** {@code IBV_FLOW_ATTR_FLAGS_DONT_TRAP}, from enum ibv_flow_flags. */
     public static final int IBV_FLOW_ATTR_FLAGS_DONT_TRAP = 2;
+    /** {@code IBV_FLOW_ATTR_FLAGS_EGRESS}, from enum ibv_flow_flags. */
     public static final int IBV_FLOW_ATTR_FLAGS_EGRESS = 4;
 
     // enum ibv_flow_attr_type (infiniband/verbs.h)
+    /** {@code IBV_FLOW_ATTR_NORMAL}, from enum ibv_flow_attr_type. */
     public static final int IBV_FLOW_ATTR_NORMAL = 0;
+    /** {@code IBV_FLOW_ATTR_ALL_DEFAULT}, from enum ibv_flow_attr_type. */
     public static final int IBV_FLOW_ATTR_ALL_DEFAULT = 1;
+    /** {@code IBV_FLOW_ATTR_MC_DEFAULT}, from enum ibv_flow_attr_type. */
     public static final int IBV_FLOW_ATTR_MC_DEFAULT = 2;
+    /** {@code IBV_FLOW_ATTR_SNIFFER}, from enum ibv_flow_attr_type. */
     public static final int IBV_FLOW_ATTR_SNIFFER = 3;
 
     // enum ibv_flow_spec_type (infiniband/verbs.h)
+    /** {@code IBV_FLOW_SPEC_ETH}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_ETH = 32;
+    /** {@code IBV_FLOW_SPEC_IPV4}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_IPV4 = 48;
+    /** {@code IBV_FLOW_SPEC_IPV6}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_IPV6 = 49;
+    /** {@code IBV_FLOW_SPEC_IPV4_EXT}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_IPV4_EXT = 50;
+    /** {@code IBV_FLOW_SPEC_ESP}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_ESP = 52;
+    /** {@code IBV_FLOW_SPEC_TCP}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_TCP = 64;
+    /** {@code IBV_FLOW_SPEC_UDP}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_UDP = 65;
+    /** {@code IBV_FLOW_SPEC_VXLAN_TUNNEL}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_VXLAN_TUNNEL = 80;
+    /** {@code IBV_FLOW_SPEC_GRE}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_GRE = 81;
+    /** {@code IBV_FLOW_SPEC_MPLS}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_MPLS = 96;
+    /** {@code IBV_FLOW_SPEC_INNER}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_INNER = 256;
+    /** {@code IBV_FLOW_SPEC_ACTION_TAG}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_ACTION_TAG = 4096;
+    /** {@code IBV_FLOW_SPEC_ACTION_DROP}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_ACTION_DROP = 4097;
+    /** {@code IBV_FLOW_SPEC_ACTION_HANDLE}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_ACTION_HANDLE = 4098;
+    /** {@code IBV_FLOW_SPEC_ACTION_COUNT}, from enum ibv_flow_spec_type. */
     public static final int IBV_FLOW_SPEC_ACTION_COUNT = 4099;
 
     // enum ibv_flow_action_esp_mask (infiniband/verbs.h)
+    /** {@code IBV_FLOW_ACTION_ESP_MASK_ESN}, from enum ibv_flow_action_esp_mask. */
     public static final int IBV_FLOW_ACTION_ESP_MASK_ESN = 1;
 
     // enum (infiniband/verbs.h)
+    /** {@code IBV_SYSFS_NAME_MAX}, from enum. */
     public static final int IBV_SYSFS_NAME_MAX = 64;
+    /** {@code IBV_SYSFS_PATH_MAX}, from enum. */
     public static final int IBV_SYSFS_PATH_MAX = 256;
 
     // enum ibv_cq_init_attr_mask (infiniband/verbs.h)
+    /** {@code IBV_CQ_INIT_ATTR_MASK_FLAGS}, from enum ibv_cq_init_attr_mask. */
     public static final int IBV_CQ_INIT_ATTR_MASK_FLAGS = 1;
+    /** {@code IBV_CQ_INIT_ATTR_MASK_PD}, from enum ibv_cq_init_attr_mask. */
     public static final int IBV_CQ_INIT_ATTR_MASK_PD = 2;
 
     // enum ibv_create_cq_attr_flags (infiniband/verbs.h)
+    /** {@code IBV_CREATE_CQ_ATTR_SINGLE_THREADED}, from enum ibv_create_cq_attr_flags. */
     public static final int IBV_CREATE_CQ_ATTR_SINGLE_THREADED = 1;
+    /** {@code IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN}, from enum ibv_create_cq_attr_flags. */
     public static final int IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN = 2;
 
     // enum ibv_parent_domain_init_attr_mask (infiniband/verbs.h)
+    /** {@code IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS}, from enum ibv_parent_domain_init_attr_mask. */
     public static final int IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS = 1;
+    /** {@code IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT}, from enum ibv_parent_domain_init_attr_mask. */
     public static final int IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT = 2;
 
     // enum ibv_counter_description (infiniband/verbs.h)
+    /** {@code IBV_COUNTER_PACKETS}, from enum ibv_counter_description. */
     public static final int IBV_COUNTER_PACKETS = 0;
+    /** {@code IBV_COUNTER_BYTES}, from enum ibv_counter_description. */
     public static final int IBV_COUNTER_BYTES = 1;
 
     // enum ibv_read_counters_flags (infiniband/verbs.h)
+    /** {@code IBV_READ_COUNTERS_ATTR_PREFER_CACHED}, from enum ibv_read_counters_flags. */
     public static final int IBV_READ_COUNTERS_ATTR_PREFER_CACHED = 1;
 
     // enum ibv_values_mask (infiniband/verbs.h)
+    /** {@code IBV_VALUES_MASK_RAW_CLOCK}, from enum ibv_values_mask. */
     public static final int IBV_VALUES_MASK_RAW_CLOCK = 1;
+    /** {@code IBV_VALUES_MASK_RESERVED}, from enum ibv_values_mask. */
     public static final int IBV_VALUES_MASK_RESERVED = 2;
 
     // enum ibv_rereg_mr_err_code (infiniband/verbs.h)
+    /** {@code IBV_REREG_MR_ERR_INPUT}, from enum ibv_rereg_mr_err_code. */
     public static final int IBV_REREG_MR_ERR_INPUT = -1;
+    /** {@code IBV_REREG_MR_ERR_DONT_FORK_NEW}, from enum ibv_rereg_mr_err_code. */
     public static final int IBV_REREG_MR_ERR_DONT_FORK_NEW = -2;
+    /** {@code IBV_REREG_MR_ERR_DO_FORK_OLD}, from enum ibv_rereg_mr_err_code. */
     public static final int IBV_REREG_MR_ERR_DO_FORK_OLD = -3;
+    /** {@code IBV_REREG_MR_ERR_CMD}, from enum ibv_rereg_mr_err_code. */
     public static final int IBV_REREG_MR_ERR_CMD = -4;
+    /** {@code IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW}, from enum ibv_rereg_mr_err_code. */
     public static final int IBV_REREG_MR_ERR_CMD_AND_DO_FORK_NEW = -5;
 
     // #define (infiniband/verbs_api.h)
+    /** {@code IBV_FLOW_ACTION_ESP_KEYMAT_AES_GCM}, from #define. */
     public static final int IBV_FLOW_ACTION_ESP_KEYMAT_AES_GCM = 0;
+    /** {@code IBV_FLOW_ACTION_IV_ALGO_SEQ}, from #define. */
     public static final int IBV_FLOW_ACTION_IV_ALGO_SEQ = 0;
+    /** {@code IBV_FLOW_ACTION_ESP_REPLAY_NONE}, from #define. */
     public static final int IBV_FLOW_ACTION_ESP_REPLAY_NONE = 0;
+    /** {@code IBV_FLOW_ACTION_ESP_REPLAY_BMP}, from #define. */
     public static final int IBV_FLOW_ACTION_ESP_REPLAY_BMP = 1;
+    /** {@code IBV_FLOW_ACTION_ESP_FLAGS_INLINE_CRYPTO}, from #define. */
     public static final int IBV_FLOW_ACTION_ESP_FLAGS_INLINE_CRYPTO = 0;
+    /** {@code IBV_FLOW_ACTION_ESP_FLAGS_FULL_OFFLOAD}, from #define. */
     public static final int IBV_FLOW_ACTION_ESP_FLAGS_FULL_OFFLOAD = 1;
+    /** {@code IBV_FLOW_ACTION_ESP_FLAGS_TUNNEL}, from #define. */
     public static final int IBV_FLOW_ACTION_ESP_FLAGS_TUNNEL = 0;
+    /** {@code IBV_FLOW_ACTION_ESP_FLAGS_TRANSPORT}, from #define. */
     public static final int IBV_FLOW_ACTION_ESP_FLAGS_TRANSPORT = 2;
+    /** {@code IBV_FLOW_ACTION_ESP_FLAGS_DECRYPT}, from #define. */
     public static final int IBV_FLOW_ACTION_ESP_FLAGS_DECRYPT = 0;
+    /** {@code IBV_FLOW_ACTION_ESP_FLAGS_ENCRYPT}, from #define. */
     public static final int IBV_FLOW_ACTION_ESP_FLAGS_ENCRYPT = 4;
+    /** {@code IBV_FLOW_ACTION_ESP_FLAGS_ESN_NEW_WINDOW}, from #define. */
     public static final int IBV_FLOW_ACTION_ESP_FLAGS_ESN_NEW_WINDOW = 8;
+    /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH}, from #define. */
     public static final int IBV_ADVISE_MR_ADVICE_PREFETCH = 0;
+    /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE}, from #define. */
     public static final int IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE = 1;
+    /** {@code IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT}, from #define. */
     public static final int IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT = 2;
+    /** {@code IBV_ADVISE_MR_FLAG_FLUSH}, from #define. */
     public static final int IBV_ADVISE_MR_FLAG_FLUSH = 1;
+    /** {@code IBV_QPF_GRH_REQUIRED}, from #define. */
     public static final int IBV_QPF_GRH_REQUIRED = 1;
+    /** {@code IBV_ACCESS_OPTIONAL_RANGE}, from #define. */
     public static final int IBV_ACCESS_OPTIONAL_RANGE = 1072693248;
+    /** {@code IBV_ACCESS_OPTIONAL_FIRST}, from #define. */
     public static final int IBV_ACCESS_OPTIONAL_FIRST = 1048576;
+    /** {@code IBV_DEVICE_RAW_SCATTER_FCS}, from #define. */
     public static final long IBV_DEVICE_RAW_SCATTER_FCS = 17179869184L;
+    /** {@code IBV_DEVICE_PCI_WRITE_END_PADDING}, from #define. */
     public static final long IBV_DEVICE_PCI_WRITE_END_PADDING = 68719476736L;
+    /** {@code ETHERNET_LL_SIZE}, from #define. */
     public static final int ETHERNET_LL_SIZE = 6;
+    /** {@code IB_ROCE_UDP_ENCAP_VALID_PORT_MIN}, from #define. */
     public static final int IB_ROCE_UDP_ENCAP_VALID_PORT_MIN = 49152;
+    /** {@code IB_ROCE_UDP_ENCAP_VALID_PORT_MAX}, from #define. */
     public static final int IB_ROCE_UDP_ENCAP_VALID_PORT_MAX = 65535;
+    /** {@code IB_GRH_FLOWLABEL_MASK}, from #define. */
     public static final int IB_GRH_FLOWLABEL_MASK = 1048575;
 
     private static final class ibv_wc_status_str$Holder {
@@ -594,12 +1027,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code const char *ibv_wc_status_str(enum ibv_wc_status status)}: its C descriptor. */
+    /**
+     * {@code const char *ibv_wc_status_str(enum ibv_wc_status status)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_wc_status_str$descriptor() {
         return ibv_wc_status_str$Holder.DESC;
     }
 
-    /** {@code const char *ibv_wc_status_str(enum ibv_wc_status status)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code const char *ibv_wc_status_str(enum ibv_wc_status status)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_wc_status_str$handle() {
         MethodHandle h$ = ibv_wc_status_str$Holder.HANDLE;
         if (h$ == null) {
@@ -608,7 +1050,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code const char *ibv_wc_status_str(enum ibv_wc_status status)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code const char *ibv_wc_status_str(enum ibv_wc_status status)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param status {@code enum ibv_wc_status}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_wc_status_str(int status) {
         MethodHandle h$ = ibv_wc_status_str$Holder.HANDLE;
         if (h$ == null) {
@@ -641,12 +1089,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_rate_to_mult(enum ibv_rate rate)}: its C descriptor. */
+    /**
+     * {@code int ibv_rate_to_mult(enum ibv_rate rate)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_rate_to_mult$descriptor() {
         return ibv_rate_to_mult$Holder.DESC;
     }
 
-    /** {@code int ibv_rate_to_mult(enum ibv_rate rate)}: its downcall handle. */
+    /**
+     * {@code int ibv_rate_to_mult(enum ibv_rate rate)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_rate_to_mult$handle() {
         MethodHandle h$ = ibv_rate_to_mult$Holder.HANDLE;
         if (h$ == null) {
@@ -655,7 +1112,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_rate_to_mult(enum ibv_rate rate)}. */
+    /**
+     * {@code int ibv_rate_to_mult(enum ibv_rate rate)}.
+     *
+     * @param rate {@code enum ibv_rate}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_rate_to_mult(int rate) {
         MethodHandle h$ = ibv_rate_to_mult$Holder.HANDLE;
         if (h$ == null) {
@@ -688,12 +1151,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code enum ibv_rate mult_to_ibv_rate(int mult)}: its C descriptor. */
+    /**
+     * {@code enum ibv_rate mult_to_ibv_rate(int mult)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor mult_to_ibv_rate$descriptor() {
         return mult_to_ibv_rate$Holder.DESC;
     }
 
-    /** {@code enum ibv_rate mult_to_ibv_rate(int mult)}: its downcall handle. */
+    /**
+     * {@code enum ibv_rate mult_to_ibv_rate(int mult)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle mult_to_ibv_rate$handle() {
         MethodHandle h$ = mult_to_ibv_rate$Holder.HANDLE;
         if (h$ == null) {
@@ -702,7 +1174,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code enum ibv_rate mult_to_ibv_rate(int mult)}. */
+    /**
+     * {@code enum ibv_rate mult_to_ibv_rate(int mult)}.
+     *
+     * @param mult {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int mult_to_ibv_rate(int mult) {
         MethodHandle h$ = mult_to_ibv_rate$Holder.HANDLE;
         if (h$ == null) {
@@ -735,12 +1213,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_rate_to_mbps(enum ibv_rate rate)}: its C descriptor. */
+    /**
+     * {@code int ibv_rate_to_mbps(enum ibv_rate rate)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_rate_to_mbps$descriptor() {
         return ibv_rate_to_mbps$Holder.DESC;
     }
 
-    /** {@code int ibv_rate_to_mbps(enum ibv_rate rate)}: its downcall handle. */
+    /**
+     * {@code int ibv_rate_to_mbps(enum ibv_rate rate)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_rate_to_mbps$handle() {
         MethodHandle h$ = ibv_rate_to_mbps$Holder.HANDLE;
         if (h$ == null) {
@@ -749,7 +1236,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_rate_to_mbps(enum ibv_rate rate)}. */
+    /**
+     * {@code int ibv_rate_to_mbps(enum ibv_rate rate)}.
+     *
+     * @param rate {@code enum ibv_rate}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_rate_to_mbps(int rate) {
         MethodHandle h$ = ibv_rate_to_mbps$Holder.HANDLE;
         if (h$ == null) {
@@ -782,12 +1275,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code enum ibv_rate mbps_to_ibv_rate(int mbps)}: its C descriptor. */
+    /**
+     * {@code enum ibv_rate mbps_to_ibv_rate(int mbps)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor mbps_to_ibv_rate$descriptor() {
         return mbps_to_ibv_rate$Holder.DESC;
     }
 
-    /** {@code enum ibv_rate mbps_to_ibv_rate(int mbps)}: its downcall handle. */
+    /**
+     * {@code enum ibv_rate mbps_to_ibv_rate(int mbps)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle mbps_to_ibv_rate$handle() {
         MethodHandle h$ = mbps_to_ibv_rate$Holder.HANDLE;
         if (h$ == null) {
@@ -796,7 +1298,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code enum ibv_rate mbps_to_ibv_rate(int mbps)}. */
+    /**
+     * {@code enum ibv_rate mbps_to_ibv_rate(int mbps)}.
+     *
+     * @param mbps {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int mbps_to_ibv_rate(int mbps) {
         MethodHandle h$ = mbps_to_ibv_rate$Holder.HANDLE;
         if (h$ == null) {
@@ -829,12 +1337,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)}: its C descriptor. */
+    /**
+     * {@code struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_qp_to_qp_ex$descriptor() {
         return ibv_qp_to_qp_ex$Holder.DESC;
     }
 
-    /** {@code struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_qp_to_qp_ex$handle() {
         MethodHandle h$ = ibv_qp_to_qp_ex$Holder.HANDLE;
         if (h$ == null) {
@@ -843,7 +1360,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param qp {@code struct ibv_qp *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_qp_to_qp_ex(MemorySegment qp) {
         MethodHandle h$ = ibv_qp_to_qp_ex$Holder.HANDLE;
         if (h$ == null) {
@@ -876,12 +1399,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_device **ibv_get_device_list(int *num_devices)}: its C descriptor. */
+    /**
+     * {@code struct ibv_device **ibv_get_device_list(int *num_devices)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_get_device_list$descriptor() {
         return ibv_get_device_list$Holder.DESC;
     }
 
-    /** {@code struct ibv_device **ibv_get_device_list(int *num_devices)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_device **ibv_get_device_list(int *num_devices)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_get_device_list$handle() {
         MethodHandle h$ = ibv_get_device_list$Holder.HANDLE;
         if (h$ == null) {
@@ -890,7 +1422,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_device **ibv_get_device_list(int *num_devices)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_device **ibv_get_device_list(int *num_devices)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param num_devices {@code int *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_get_device_list(MemorySegment num_devices) {
         MethodHandle h$ = ibv_get_device_list$Holder.HANDLE;
         if (h$ == null) {
@@ -923,12 +1461,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code void ibv_free_device_list(struct ibv_device **list)}: its C descriptor. */
+    /**
+     * {@code void ibv_free_device_list(struct ibv_device **list)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_free_device_list$descriptor() {
         return ibv_free_device_list$Holder.DESC;
     }
 
-    /** {@code void ibv_free_device_list(struct ibv_device **list)}: its downcall handle. */
+    /**
+     * {@code void ibv_free_device_list(struct ibv_device **list)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_free_device_list$handle() {
         MethodHandle h$ = ibv_free_device_list$Holder.HANDLE;
         if (h$ == null) {
@@ -937,7 +1484,12 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code void ibv_free_device_list(struct ibv_device **list)}. */
+    /**
+     * {@code void ibv_free_device_list(struct ibv_device **list)}.
+     *
+     * @param list {@code struct ibv_device **}
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static void ibv_free_device_list(MemorySegment list) {
         MethodHandle h$ = ibv_free_device_list$Holder.HANDLE;
         if (h$ == null) {
@@ -970,12 +1522,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code const char *ibv_get_device_name(struct ibv_device *device)}: its C descriptor. */
+    /**
+     * {@code const char *ibv_get_device_name(struct ibv_device *device)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_get_device_name$descriptor() {
         return ibv_get_device_name$Holder.DESC;
     }
 
-    /** {@code const char *ibv_get_device_name(struct ibv_device *device)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code const char *ibv_get_device_name(struct ibv_device *device)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_get_device_name$handle() {
         MethodHandle h$ = ibv_get_device_name$Holder.HANDLE;
         if (h$ == null) {
@@ -984,7 +1545,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code const char *ibv_get_device_name(struct ibv_device *device)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code const char *ibv_get_device_name(struct ibv_device *device)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param device {@code struct ibv_device *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_get_device_name(MemorySegment device) {
         MethodHandle h$ = ibv_get_device_name$Holder.HANDLE;
         if (h$ == null) {
@@ -1017,12 +1584,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_get_device_index(struct ibv_device *device)}: its C descriptor. */
+    /**
+     * {@code int ibv_get_device_index(struct ibv_device *device)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_get_device_index$descriptor() {
         return ibv_get_device_index$Holder.DESC;
     }
 
-    /** {@code int ibv_get_device_index(struct ibv_device *device)}: its downcall handle. */
+    /**
+     * {@code int ibv_get_device_index(struct ibv_device *device)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_get_device_index$handle() {
         MethodHandle h$ = ibv_get_device_index$Holder.HANDLE;
         if (h$ == null) {
@@ -1031,7 +1607,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_get_device_index(struct ibv_device *device)}. */
+    /**
+     * {@code int ibv_get_device_index(struct ibv_device *device)}.
+     *
+     * @param device {@code struct ibv_device *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_get_device_index(MemorySegment device) {
         MethodHandle h$ = ibv_get_device_index$Holder.HANDLE;
         if (h$ == null) {
@@ -1064,12 +1646,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code __be64 ibv_get_device_guid(struct ibv_device *device)}: its C descriptor. */
+    /**
+     * {@code __be64 ibv_get_device_guid(struct ibv_device *device)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_get_device_guid$descriptor() {
         return ibv_get_device_guid$Holder.DESC;
     }
 
-    /** {@code __be64 ibv_get_device_guid(struct ibv_device *device)}: its downcall handle. */
+    /**
+     * {@code __be64 ibv_get_device_guid(struct ibv_device *device)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_get_device_guid$handle() {
         MethodHandle h$ = ibv_get_device_guid$Holder.HANDLE;
         if (h$ == null) {
@@ -1078,7 +1669,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code __be64 ibv_get_device_guid(struct ibv_device *device)}. */
+    /**
+     * {@code __be64 ibv_get_device_guid(struct ibv_device *device)}.
+     *
+     * @param device {@code struct ibv_device *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static long ibv_get_device_guid(MemorySegment device) {
         MethodHandle h$ = ibv_get_device_guid$Holder.HANDLE;
         if (h$ == null) {
@@ -1111,12 +1708,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_context *ibv_open_device(struct ibv_device *device)}: its C descriptor. */
+    /**
+     * {@code struct ibv_context *ibv_open_device(struct ibv_device *device)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_open_device$descriptor() {
         return ibv_open_device$Holder.DESC;
     }
 
-    /** {@code struct ibv_context *ibv_open_device(struct ibv_device *device)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_context *ibv_open_device(struct ibv_device *device)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_open_device$handle() {
         MethodHandle h$ = ibv_open_device$Holder.HANDLE;
         if (h$ == null) {
@@ -1125,7 +1731,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_context *ibv_open_device(struct ibv_device *device)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_context *ibv_open_device(struct ibv_device *device)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param device {@code struct ibv_device *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_open_device(MemorySegment device) {
         MethodHandle h$ = ibv_open_device$Holder.HANDLE;
         if (h$ == null) {
@@ -1158,12 +1770,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_close_device(struct ibv_context *context)}: its C descriptor. */
+    /**
+     * {@code int ibv_close_device(struct ibv_context *context)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_close_device$descriptor() {
         return ibv_close_device$Holder.DESC;
     }
 
-    /** {@code int ibv_close_device(struct ibv_context *context)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int ibv_close_device(struct ibv_context *context)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_close_device$handle() {
         MethodHandle h$ = ibv_close_device$Holder.HANDLE;
         if (h$ == null) {
@@ -1172,7 +1793,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_close_device(struct ibv_context *context)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int ibv_close_device(struct ibv_context *context)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param context {@code struct ibv_context *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_close_device(MemorySegment context) {
         MethodHandle h$ = ibv_close_device$Holder.HANDLE;
         if (h$ == null) {
@@ -1205,12 +1832,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_context *ibv_import_device(int cmd_fd)}: its C descriptor. */
+    /**
+     * {@code struct ibv_context *ibv_import_device(int cmd_fd)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_import_device$descriptor() {
         return ibv_import_device$Holder.DESC;
     }
 
-    /** {@code struct ibv_context *ibv_import_device(int cmd_fd)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_context *ibv_import_device(int cmd_fd)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_import_device$handle() {
         MethodHandle h$ = ibv_import_device$Holder.HANDLE;
         if (h$ == null) {
@@ -1219,7 +1855,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_context *ibv_import_device(int cmd_fd)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_context *ibv_import_device(int cmd_fd)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param cmd_fd {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_import_device(int cmd_fd) {
         MethodHandle h$ = ibv_import_device$Holder.HANDLE;
         if (h$ == null) {
@@ -1252,12 +1894,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)}: its C descriptor. */
+    /**
+     * {@code struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_import_pd$descriptor() {
         return ibv_import_pd$Holder.DESC;
     }
 
-    /** {@code struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_import_pd$handle() {
         MethodHandle h$ = ibv_import_pd$Holder.HANDLE;
         if (h$ == null) {
@@ -1266,7 +1917,14 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_pd *ibv_import_pd(struct ibv_context *context, uint32_t pd_handle)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param context {@code struct ibv_context *}
+     * @param pd_handle {@code uint32_t}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_import_pd(MemorySegment context, int pd_handle) {
         MethodHandle h$ = ibv_import_pd$Holder.HANDLE;
         if (h$ == null) {
@@ -1299,12 +1957,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code void ibv_unimport_pd(struct ibv_pd *pd)}: its C descriptor. */
+    /**
+     * {@code void ibv_unimport_pd(struct ibv_pd *pd)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_unimport_pd$descriptor() {
         return ibv_unimport_pd$Holder.DESC;
     }
 
-    /** {@code void ibv_unimport_pd(struct ibv_pd *pd)}: its downcall handle. */
+    /**
+     * {@code void ibv_unimport_pd(struct ibv_pd *pd)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_unimport_pd$handle() {
         MethodHandle h$ = ibv_unimport_pd$Holder.HANDLE;
         if (h$ == null) {
@@ -1313,7 +1980,12 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code void ibv_unimport_pd(struct ibv_pd *pd)}. */
+    /**
+     * {@code void ibv_unimport_pd(struct ibv_pd *pd)}.
+     *
+     * @param pd {@code struct ibv_pd *}
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static void ibv_unimport_pd(MemorySegment pd) {
         MethodHandle h$ = ibv_unimport_pd$Holder.HANDLE;
         if (h$ == null) {
@@ -1346,12 +2018,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)}: its C descriptor. */
+    /**
+     * {@code struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_import_mr$descriptor() {
         return ibv_import_mr$Holder.DESC;
     }
 
-    /** {@code struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_import_mr$handle() {
         MethodHandle h$ = ibv_import_mr$Holder.HANDLE;
         if (h$ == null) {
@@ -1360,7 +2041,14 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_mr *ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param pd {@code struct ibv_pd *}
+     * @param mr_handle {@code uint32_t}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_import_mr(MemorySegment pd, int mr_handle) {
         MethodHandle h$ = ibv_import_mr$Holder.HANDLE;
         if (h$ == null) {
@@ -1393,12 +2081,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code void ibv_unimport_mr(struct ibv_mr *mr)}: its C descriptor. */
+    /**
+     * {@code void ibv_unimport_mr(struct ibv_mr *mr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_unimport_mr$descriptor() {
         return ibv_unimport_mr$Holder.DESC;
     }
 
-    /** {@code void ibv_unimport_mr(struct ibv_mr *mr)}: its downcall handle. */
+    /**
+     * {@code void ibv_unimport_mr(struct ibv_mr *mr)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_unimport_mr$handle() {
         MethodHandle h$ = ibv_unimport_mr$Holder.HANDLE;
         if (h$ == null) {
@@ -1407,7 +2104,12 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code void ibv_unimport_mr(struct ibv_mr *mr)}. */
+    /**
+     * {@code void ibv_unimport_mr(struct ibv_mr *mr)}.
+     *
+     * @param mr {@code struct ibv_mr *}
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static void ibv_unimport_mr(MemorySegment mr) {
         MethodHandle h$ = ibv_unimport_mr$Holder.HANDLE;
         if (h$ == null) {
@@ -1440,12 +2142,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)}: its C descriptor. */
+    /**
+     * {@code struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_import_dm$descriptor() {
         return ibv_import_dm$Holder.DESC;
     }
 
-    /** {@code struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_import_dm$handle() {
         MethodHandle h$ = ibv_import_dm$Holder.HANDLE;
         if (h$ == null) {
@@ -1454,7 +2165,14 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_dm *ibv_import_dm(struct ibv_context *context, uint32_t dm_handle)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param context {@code struct ibv_context *}
+     * @param dm_handle {@code uint32_t}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_import_dm(MemorySegment context, int dm_handle) {
         MethodHandle h$ = ibv_import_dm$Holder.HANDLE;
         if (h$ == null) {
@@ -1487,12 +2205,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code void ibv_unimport_dm(struct ibv_dm *dm)}: its C descriptor. */
+    /**
+     * {@code void ibv_unimport_dm(struct ibv_dm *dm)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_unimport_dm$descriptor() {
         return ibv_unimport_dm$Holder.DESC;
     }
 
-    /** {@code void ibv_unimport_dm(struct ibv_dm *dm)}: its downcall handle. */
+    /**
+     * {@code void ibv_unimport_dm(struct ibv_dm *dm)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_unimport_dm$handle() {
         MethodHandle h$ = ibv_unimport_dm$Holder.HANDLE;
         if (h$ == null) {
@@ -1501,7 +2228,12 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code void ibv_unimport_dm(struct ibv_dm *dm)}. */
+    /**
+     * {@code void ibv_unimport_dm(struct ibv_dm *dm)}.
+     *
+     * @param dm {@code struct ibv_dm *}
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static void ibv_unimport_dm(MemorySegment dm) {
         MethodHandle h$ = ibv_unimport_dm$Holder.HANDLE;
         if (h$ == null) {
@@ -1534,12 +2266,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)}: its C descriptor. */
+    /**
+     * {@code int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_get_async_event$descriptor() {
         return ibv_get_async_event$Holder.DESC;
     }
 
-    /** {@code int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_get_async_event$handle() {
         MethodHandle h$ = ibv_get_async_event$Holder.HANDLE;
         if (h$ == null) {
@@ -1548,7 +2289,14 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param context {@code struct ibv_context *}
+     * @param event {@code struct ibv_async_event *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_get_async_event(MemorySegment context, MemorySegment event) {
         MethodHandle h$ = ibv_get_async_event$Holder.HANDLE;
         if (h$ == null) {
@@ -1581,12 +2329,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code void ibv_ack_async_event(struct ibv_async_event *event)}: its C descriptor. */
+    /**
+     * {@code void ibv_ack_async_event(struct ibv_async_event *event)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_ack_async_event$descriptor() {
         return ibv_ack_async_event$Holder.DESC;
     }
 
-    /** {@code void ibv_ack_async_event(struct ibv_async_event *event)}: its downcall handle. */
+    /**
+     * {@code void ibv_ack_async_event(struct ibv_async_event *event)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_ack_async_event$handle() {
         MethodHandle h$ = ibv_ack_async_event$Holder.HANDLE;
         if (h$ == null) {
@@ -1595,7 +2352,12 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code void ibv_ack_async_event(struct ibv_async_event *event)}. */
+    /**
+     * {@code void ibv_ack_async_event(struct ibv_async_event *event)}.
+     *
+     * @param event {@code struct ibv_async_event *}
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static void ibv_ack_async_event(MemorySegment event) {
         MethodHandle h$ = ibv_ack_async_event$Holder.HANDLE;
         if (h$ == null) {
@@ -1628,12 +2390,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)}: its C descriptor. */
+    /**
+     * {@code int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_query_device$descriptor() {
         return ibv_query_device$Holder.DESC;
     }
 
-    /** {@code int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)}: its downcall handle. */
+    /**
+     * {@code int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_query_device$handle() {
         MethodHandle h$ = ibv_query_device$Holder.HANDLE;
         if (h$ == null) {
@@ -1642,7 +2413,14 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)}. */
+    /**
+     * {@code int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)}.
+     *
+     * @param context {@code struct ibv_context *}
+     * @param device_attr {@code struct ibv_device_attr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_query_device(MemorySegment context, MemorySegment device_attr) {
         MethodHandle h$ = ibv_query_device$Holder.HANDLE;
         if (h$ == null) {
@@ -1675,12 +2453,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_query_port(struct ibv_context *context, uint8_t port_num, struct _compat_ibv_port_attr *port_attr)}: its C descriptor. */
+    /**
+     * {@code int ibv_query_port(struct ibv_context *context, uint8_t port_num, struct _compat_ibv_port_attr *port_attr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_query_port$descriptor() {
         return ibv_query_port$Holder.DESC;
     }
 
-    /** {@code int ibv_query_port(struct ibv_context *context, uint8_t port_num, struct _compat_ibv_port_attr *port_attr)}: its downcall handle. */
+    /**
+     * {@code int ibv_query_port(struct ibv_context *context, uint8_t port_num, struct _compat_ibv_port_attr *port_attr)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_query_port$handle() {
         MethodHandle h$ = ibv_query_port$Holder.HANDLE;
         if (h$ == null) {
@@ -1689,7 +2476,15 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_query_port(struct ibv_context *context, uint8_t port_num, struct _compat_ibv_port_attr *port_attr)}. */
+    /**
+     * {@code int ibv_query_port(struct ibv_context *context, uint8_t port_num, struct _compat_ibv_port_attr *port_attr)}.
+     *
+     * @param context {@code struct ibv_context *}
+     * @param port_num {@code uint8_t}
+     * @param port_attr {@code struct _compat_ibv_port_attr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_query_port(MemorySegment context, byte port_num, MemorySegment port_attr) {
         MethodHandle h$ = ibv_query_port$Holder.HANDLE;
         if (h$ == null) {
@@ -1722,12 +2517,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)}: its C descriptor. */
+    /**
+     * {@code int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_query_gid$descriptor() {
         return ibv_query_gid$Holder.DESC;
     }
 
-    /** {@code int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_query_gid$handle() {
         MethodHandle h$ = ibv_query_gid$Holder.HANDLE;
         if (h$ == null) {
@@ -1736,7 +2540,16 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param context {@code struct ibv_context *}
+     * @param port_num {@code uint8_t}
+     * @param index {@code int}
+     * @param gid {@code union ibv_gid *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_query_gid(MemorySegment context, byte port_num, int index, MemorySegment gid) {
         MethodHandle h$ = ibv_query_gid$Holder.HANDLE;
         if (h$ == null) {
@@ -1769,12 +2582,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index, struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)}: its C descriptor. */
+    /**
+     * {@code int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index, struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor _ibv_query_gid_ex$descriptor() {
         return _ibv_query_gid_ex$Holder.DESC;
     }
 
-    /** {@code int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index, struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)}: its downcall handle. */
+    /**
+     * {@code int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index, struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle _ibv_query_gid_ex$handle() {
         MethodHandle h$ = _ibv_query_gid_ex$Holder.HANDLE;
         if (h$ == null) {
@@ -1783,7 +2605,18 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index, struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)}. */
+    /**
+     * {@code int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index, struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)}.
+     *
+     * @param context {@code struct ibv_context *}
+     * @param port_num {@code uint32_t}
+     * @param gid_index {@code uint32_t}
+     * @param entry {@code struct ibv_gid_entry *}
+     * @param flags {@code uint32_t}
+     * @param entry_size {@code size_t}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int _ibv_query_gid_ex(MemorySegment context, int port_num, int gid_index, MemorySegment entry, int flags, long entry_size) {
         MethodHandle h$ = _ibv_query_gid_ex$Holder.HANDLE;
         if (h$ == null) {
@@ -1816,12 +2649,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries, size_t max_entries, uint32_t flags, size_t entry_size)}: its C descriptor. */
+    /**
+     * {@code ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries, size_t max_entries, uint32_t flags, size_t entry_size)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor _ibv_query_gid_table$descriptor() {
         return _ibv_query_gid_table$Holder.DESC;
     }
 
-    /** {@code ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries, size_t max_entries, uint32_t flags, size_t entry_size)}: its downcall handle. */
+    /**
+     * {@code ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries, size_t max_entries, uint32_t flags, size_t entry_size)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle _ibv_query_gid_table$handle() {
         MethodHandle h$ = _ibv_query_gid_table$Holder.HANDLE;
         if (h$ == null) {
@@ -1830,7 +2672,17 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries, size_t max_entries, uint32_t flags, size_t entry_size)}. */
+    /**
+     * {@code ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries, size_t max_entries, uint32_t flags, size_t entry_size)}.
+     *
+     * @param context {@code struct ibv_context *}
+     * @param entries {@code struct ibv_gid_entry *}
+     * @param max_entries {@code size_t}
+     * @param flags {@code uint32_t}
+     * @param entry_size {@code size_t}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static long _ibv_query_gid_table(MemorySegment context, MemorySegment entries, long max_entries, int flags, long entry_size) {
         MethodHandle h$ = _ibv_query_gid_table$Holder.HANDLE;
         if (h$ == null) {
@@ -1863,12 +2715,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)}: its C descriptor. */
+    /**
+     * {@code int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_query_pkey$descriptor() {
         return ibv_query_pkey$Holder.DESC;
     }
 
-    /** {@code int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_query_pkey$handle() {
         MethodHandle h$ = ibv_query_pkey$Holder.HANDLE;
         if (h$ == null) {
@@ -1877,7 +2738,16 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param context {@code struct ibv_context *}
+     * @param port_num {@code uint8_t}
+     * @param index {@code int}
+     * @param pkey {@code __be16 *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_query_pkey(MemorySegment context, byte port_num, int index, MemorySegment pkey) {
         MethodHandle h$ = ibv_query_pkey$Holder.HANDLE;
         if (h$ == null) {
@@ -1910,12 +2780,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)}: its C descriptor. */
+    /**
+     * {@code int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_get_pkey_index$descriptor() {
         return ibv_get_pkey_index$Holder.DESC;
     }
 
-    /** {@code int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_get_pkey_index$handle() {
         MethodHandle h$ = ibv_get_pkey_index$Holder.HANDLE;
         if (h$ == null) {
@@ -1924,7 +2803,15 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param context {@code struct ibv_context *}
+     * @param port_num {@code uint8_t}
+     * @param pkey {@code __be16}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_get_pkey_index(MemorySegment context, byte port_num, short pkey) {
         MethodHandle h$ = ibv_get_pkey_index$Holder.HANDLE;
         if (h$ == null) {
@@ -1957,12 +2844,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)}: its C descriptor. */
+    /**
+     * {@code struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_alloc_pd$descriptor() {
         return ibv_alloc_pd$Holder.DESC;
     }
 
-    /** {@code struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_alloc_pd$handle() {
         MethodHandle h$ = ibv_alloc_pd$Holder.HANDLE;
         if (h$ == null) {
@@ -1971,7 +2867,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param context {@code struct ibv_context *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_alloc_pd(MemorySegment context) {
         MethodHandle h$ = ibv_alloc_pd$Holder.HANDLE;
         if (h$ == null) {
@@ -2004,12 +2906,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_dealloc_pd(struct ibv_pd *pd)}: its C descriptor. */
+    /**
+     * {@code int ibv_dealloc_pd(struct ibv_pd *pd)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_dealloc_pd$descriptor() {
         return ibv_dealloc_pd$Holder.DESC;
     }
 
-    /** {@code int ibv_dealloc_pd(struct ibv_pd *pd)}: its downcall handle. */
+    /**
+     * {@code int ibv_dealloc_pd(struct ibv_pd *pd)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_dealloc_pd$handle() {
         MethodHandle h$ = ibv_dealloc_pd$Holder.HANDLE;
         if (h$ == null) {
@@ -2018,7 +2929,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_dealloc_pd(struct ibv_pd *pd)}. */
+    /**
+     * {@code int ibv_dealloc_pd(struct ibv_pd *pd)}.
+     *
+     * @param pd {@code struct ibv_pd *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_dealloc_pd(MemorySegment pd) {
         MethodHandle h$ = ibv_dealloc_pd$Holder.HANDLE;
         if (h$ == null) {
@@ -2051,12 +2968,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)}: its C descriptor. */
+    /**
+     * {@code struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_reg_mr_iova2$descriptor() {
         return ibv_reg_mr_iova2$Holder.DESC;
     }
 
-    /** {@code struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_reg_mr_iova2$handle() {
         MethodHandle h$ = ibv_reg_mr_iova2$Holder.HANDLE;
         if (h$ == null) {
@@ -2065,7 +2991,17 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param pd {@code struct ibv_pd *}
+     * @param addr {@code void *}
+     * @param length {@code size_t}
+     * @param iova {@code uint64_t}
+     * @param access {@code unsigned int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_reg_mr_iova2(MemorySegment pd, MemorySegment addr, long length, long iova, int access) {
         MethodHandle h$ = ibv_reg_mr_iova2$Holder.HANDLE;
         if (h$ == null) {
@@ -2098,12 +3034,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)}: its C descriptor. */
+    /**
+     * {@code struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_reg_mr$descriptor() {
         return ibv_reg_mr$Holder.DESC;
     }
 
-    /** {@code struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_reg_mr$handle() {
         MethodHandle h$ = ibv_reg_mr$Holder.HANDLE;
         if (h$ == null) {
@@ -2112,7 +3057,16 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param pd {@code struct ibv_pd *}
+     * @param addr {@code void *}
+     * @param length {@code size_t}
+     * @param access {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_reg_mr(MemorySegment pd, MemorySegment addr, long length, int access) {
         MethodHandle h$ = ibv_reg_mr$Holder.HANDLE;
         if (h$ == null) {
@@ -2145,12 +3099,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)}: its C descriptor. */
+    /**
+     * {@code struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_reg_mr_iova$descriptor() {
         return ibv_reg_mr_iova$Holder.DESC;
     }
 
-    /** {@code struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_reg_mr_iova$handle() {
         MethodHandle h$ = ibv_reg_mr_iova$Holder.HANDLE;
         if (h$ == null) {
@@ -2159,7 +3122,17 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param pd {@code struct ibv_pd *}
+     * @param addr {@code void *}
+     * @param length {@code size_t}
+     * @param iova {@code uint64_t}
+     * @param access {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_reg_mr_iova(MemorySegment pd, MemorySegment addr, long length, long iova, int access) {
         MethodHandle h$ = ibv_reg_mr_iova$Holder.HANDLE;
         if (h$ == null) {
@@ -2192,12 +3165,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access)}: its C descriptor. */
+    /**
+     * {@code struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_reg_dmabuf_mr$descriptor() {
         return ibv_reg_dmabuf_mr$Holder.DESC;
     }
 
-    /** {@code struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_reg_dmabuf_mr$handle() {
         MethodHandle h$ = ibv_reg_dmabuf_mr$Holder.HANDLE;
         if (h$ == null) {
@@ -2206,7 +3188,18 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param pd {@code struct ibv_pd *}
+     * @param offset {@code uint64_t}
+     * @param length {@code size_t}
+     * @param iova {@code uint64_t}
+     * @param fd {@code int}
+     * @param access {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_reg_dmabuf_mr(MemorySegment pd, long offset, long length, long iova, int fd, int access) {
         MethodHandle h$ = ibv_reg_dmabuf_mr$Holder.HANDLE;
         if (h$ == null) {
@@ -2239,12 +3232,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)}: its C descriptor. */
+    /**
+     * {@code int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_rereg_mr$descriptor() {
         return ibv_rereg_mr$Holder.DESC;
     }
 
-    /** {@code int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)}: its downcall handle. */
+    /**
+     * {@code int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_rereg_mr$handle() {
         MethodHandle h$ = ibv_rereg_mr$Holder.HANDLE;
         if (h$ == null) {
@@ -2253,7 +3255,18 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)}. */
+    /**
+     * {@code int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)}.
+     *
+     * @param mr {@code struct ibv_mr *}
+     * @param flags {@code int}
+     * @param pd {@code struct ibv_pd *}
+     * @param addr {@code void *}
+     * @param length {@code size_t}
+     * @param access {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_rereg_mr(MemorySegment mr, int flags, MemorySegment pd, MemorySegment addr, long length, int access) {
         MethodHandle h$ = ibv_rereg_mr$Holder.HANDLE;
         if (h$ == null) {
@@ -2286,12 +3299,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_dereg_mr(struct ibv_mr *mr)}: its C descriptor. */
+    /**
+     * {@code int ibv_dereg_mr(struct ibv_mr *mr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_dereg_mr$descriptor() {
         return ibv_dereg_mr$Holder.DESC;
     }
 
-    /** {@code int ibv_dereg_mr(struct ibv_mr *mr)}: its downcall handle. */
+    /**
+     * {@code int ibv_dereg_mr(struct ibv_mr *mr)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_dereg_mr$handle() {
         MethodHandle h$ = ibv_dereg_mr$Holder.HANDLE;
         if (h$ == null) {
@@ -2300,7 +3322,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_dereg_mr(struct ibv_mr *mr)}. */
+    /**
+     * {@code int ibv_dereg_mr(struct ibv_mr *mr)}.
+     *
+     * @param mr {@code struct ibv_mr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_dereg_mr(MemorySegment mr) {
         MethodHandle h$ = ibv_dereg_mr$Holder.HANDLE;
         if (h$ == null) {
@@ -2333,12 +3361,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)}: its C descriptor. */
+    /**
+     * {@code struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_create_comp_channel$descriptor() {
         return ibv_create_comp_channel$Holder.DESC;
     }
 
-    /** {@code struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_create_comp_channel$handle() {
         MethodHandle h$ = ibv_create_comp_channel$Holder.HANDLE;
         if (h$ == null) {
@@ -2347,7 +3384,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param context {@code struct ibv_context *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_create_comp_channel(MemorySegment context) {
         MethodHandle h$ = ibv_create_comp_channel$Holder.HANDLE;
         if (h$ == null) {
@@ -2380,12 +3423,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)}: its C descriptor. */
+    /**
+     * {@code int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_destroy_comp_channel$descriptor() {
         return ibv_destroy_comp_channel$Holder.DESC;
     }
 
-    /** {@code int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)}: its downcall handle. */
+    /**
+     * {@code int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_destroy_comp_channel$handle() {
         MethodHandle h$ = ibv_destroy_comp_channel$Holder.HANDLE;
         if (h$ == null) {
@@ -2394,7 +3446,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)}. */
+    /**
+     * {@code int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)}.
+     *
+     * @param channel {@code struct ibv_comp_channel *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_destroy_comp_channel(MemorySegment channel) {
         MethodHandle h$ = ibv_destroy_comp_channel$Holder.HANDLE;
         if (h$ == null) {
@@ -2427,12 +3485,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context, struct ibv_comp_channel *channel, int comp_vector)}: its C descriptor. */
+    /**
+     * {@code struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context, struct ibv_comp_channel *channel, int comp_vector)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_create_cq$descriptor() {
         return ibv_create_cq$Holder.DESC;
     }
 
-    /** {@code struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context, struct ibv_comp_channel *channel, int comp_vector)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context, struct ibv_comp_channel *channel, int comp_vector)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_create_cq$handle() {
         MethodHandle h$ = ibv_create_cq$Holder.HANDLE;
         if (h$ == null) {
@@ -2441,7 +3508,17 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context, struct ibv_comp_channel *channel, int comp_vector)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context, struct ibv_comp_channel *channel, int comp_vector)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param context {@code struct ibv_context *}
+     * @param cqe {@code int}
+     * @param cq_context {@code void *}
+     * @param channel {@code struct ibv_comp_channel *}
+     * @param comp_vector {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_create_cq(MemorySegment context, int cqe, MemorySegment cq_context, MemorySegment channel, int comp_vector) {
         MethodHandle h$ = ibv_create_cq$Holder.HANDLE;
         if (h$ == null) {
@@ -2474,12 +3551,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_resize_cq(struct ibv_cq *cq, int cqe)}: its C descriptor. */
+    /**
+     * {@code int ibv_resize_cq(struct ibv_cq *cq, int cqe)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_resize_cq$descriptor() {
         return ibv_resize_cq$Holder.DESC;
     }
 
-    /** {@code int ibv_resize_cq(struct ibv_cq *cq, int cqe)}: its downcall handle. */
+    /**
+     * {@code int ibv_resize_cq(struct ibv_cq *cq, int cqe)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_resize_cq$handle() {
         MethodHandle h$ = ibv_resize_cq$Holder.HANDLE;
         if (h$ == null) {
@@ -2488,7 +3574,14 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_resize_cq(struct ibv_cq *cq, int cqe)}. */
+    /**
+     * {@code int ibv_resize_cq(struct ibv_cq *cq, int cqe)}.
+     *
+     * @param cq {@code struct ibv_cq *}
+     * @param cqe {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_resize_cq(MemorySegment cq, int cqe) {
         MethodHandle h$ = ibv_resize_cq$Holder.HANDLE;
         if (h$ == null) {
@@ -2521,12 +3614,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_destroy_cq(struct ibv_cq *cq)}: its C descriptor. */
+    /**
+     * {@code int ibv_destroy_cq(struct ibv_cq *cq)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_destroy_cq$descriptor() {
         return ibv_destroy_cq$Holder.DESC;
     }
 
-    /** {@code int ibv_destroy_cq(struct ibv_cq *cq)}: its downcall handle. */
+    /**
+     * {@code int ibv_destroy_cq(struct ibv_cq *cq)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_destroy_cq$handle() {
         MethodHandle h$ = ibv_destroy_cq$Holder.HANDLE;
         if (h$ == null) {
@@ -2535,7 +3637,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_destroy_cq(struct ibv_cq *cq)}. */
+    /**
+     * {@code int ibv_destroy_cq(struct ibv_cq *cq)}.
+     *
+     * @param cq {@code struct ibv_cq *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_destroy_cq(MemorySegment cq) {
         MethodHandle h$ = ibv_destroy_cq$Holder.HANDLE;
         if (h$ == null) {
@@ -2568,12 +3676,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)}: its C descriptor. */
+    /**
+     * {@code int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_get_cq_event$descriptor() {
         return ibv_get_cq_event$Holder.DESC;
     }
 
-    /** {@code int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_get_cq_event$handle() {
         MethodHandle h$ = ibv_get_cq_event$Holder.HANDLE;
         if (h$ == null) {
@@ -2582,7 +3699,15 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param channel {@code struct ibv_comp_channel *}
+     * @param cq {@code struct ibv_cq **}
+     * @param cq_context {@code void **}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_get_cq_event(MemorySegment channel, MemorySegment cq, MemorySegment cq_context) {
         MethodHandle h$ = ibv_get_cq_event$Holder.HANDLE;
         if (h$ == null) {
@@ -2615,12 +3740,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)}: its C descriptor. */
+    /**
+     * {@code void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_ack_cq_events$descriptor() {
         return ibv_ack_cq_events$Holder.DESC;
     }
 
-    /** {@code void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)}: its downcall handle. */
+    /**
+     * {@code void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_ack_cq_events$handle() {
         MethodHandle h$ = ibv_ack_cq_events$Holder.HANDLE;
         if (h$ == null) {
@@ -2629,7 +3763,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)}. */
+    /**
+     * {@code void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)}.
+     *
+     * @param cq {@code struct ibv_cq *}
+     * @param nevents {@code unsigned int}
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static void ibv_ack_cq_events(MemorySegment cq, int nevents) {
         MethodHandle h$ = ibv_ack_cq_events$Holder.HANDLE;
         if (h$ == null) {
@@ -2662,12 +3802,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)}: its C descriptor. */
+    /**
+     * {@code struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_create_srq$descriptor() {
         return ibv_create_srq$Holder.DESC;
     }
 
-    /** {@code struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_create_srq$handle() {
         MethodHandle h$ = ibv_create_srq$Holder.HANDLE;
         if (h$ == null) {
@@ -2676,7 +3825,14 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param pd {@code struct ibv_pd *}
+     * @param srq_init_attr {@code struct ibv_srq_init_attr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_create_srq(MemorySegment pd, MemorySegment srq_init_attr) {
         MethodHandle h$ = ibv_create_srq$Holder.HANDLE;
         if (h$ == null) {
@@ -2709,12 +3865,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)}: its C descriptor. */
+    /**
+     * {@code int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_modify_srq$descriptor() {
         return ibv_modify_srq$Holder.DESC;
     }
 
-    /** {@code int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)}: its downcall handle. */
+    /**
+     * {@code int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_modify_srq$handle() {
         MethodHandle h$ = ibv_modify_srq$Holder.HANDLE;
         if (h$ == null) {
@@ -2723,7 +3888,15 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)}. */
+    /**
+     * {@code int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)}.
+     *
+     * @param srq {@code struct ibv_srq *}
+     * @param srq_attr {@code struct ibv_srq_attr *}
+     * @param srq_attr_mask {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_modify_srq(MemorySegment srq, MemorySegment srq_attr, int srq_attr_mask) {
         MethodHandle h$ = ibv_modify_srq$Holder.HANDLE;
         if (h$ == null) {
@@ -2756,12 +3929,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)}: its C descriptor. */
+    /**
+     * {@code int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_query_srq$descriptor() {
         return ibv_query_srq$Holder.DESC;
     }
 
-    /** {@code int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)}: its downcall handle. */
+    /**
+     * {@code int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_query_srq$handle() {
         MethodHandle h$ = ibv_query_srq$Holder.HANDLE;
         if (h$ == null) {
@@ -2770,7 +3952,14 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)}. */
+    /**
+     * {@code int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)}.
+     *
+     * @param srq {@code struct ibv_srq *}
+     * @param srq_attr {@code struct ibv_srq_attr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_query_srq(MemorySegment srq, MemorySegment srq_attr) {
         MethodHandle h$ = ibv_query_srq$Holder.HANDLE;
         if (h$ == null) {
@@ -2803,12 +3992,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_destroy_srq(struct ibv_srq *srq)}: its C descriptor. */
+    /**
+     * {@code int ibv_destroy_srq(struct ibv_srq *srq)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_destroy_srq$descriptor() {
         return ibv_destroy_srq$Holder.DESC;
     }
 
-    /** {@code int ibv_destroy_srq(struct ibv_srq *srq)}: its downcall handle. */
+    /**
+     * {@code int ibv_destroy_srq(struct ibv_srq *srq)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_destroy_srq$handle() {
         MethodHandle h$ = ibv_destroy_srq$Holder.HANDLE;
         if (h$ == null) {
@@ -2817,7 +4015,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_destroy_srq(struct ibv_srq *srq)}. */
+    /**
+     * {@code int ibv_destroy_srq(struct ibv_srq *srq)}.
+     *
+     * @param srq {@code struct ibv_srq *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_destroy_srq(MemorySegment srq) {
         MethodHandle h$ = ibv_destroy_srq$Holder.HANDLE;
         if (h$ == null) {
@@ -2850,12 +4054,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}: its C descriptor. */
+    /**
+     * {@code struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_create_qp$descriptor() {
         return ibv_create_qp$Holder.DESC;
     }
 
-    /** {@code struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_create_qp$handle() {
         MethodHandle h$ = ibv_create_qp$Holder.HANDLE;
         if (h$ == null) {
@@ -2864,7 +4077,14 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param pd {@code struct ibv_pd *}
+     * @param qp_init_attr {@code struct ibv_qp_init_attr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_create_qp(MemorySegment pd, MemorySegment qp_init_attr) {
         MethodHandle h$ = ibv_create_qp$Holder.HANDLE;
         if (h$ == null) {
@@ -2897,12 +4117,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)}: its C descriptor. */
+    /**
+     * {@code int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_modify_qp$descriptor() {
         return ibv_modify_qp$Holder.DESC;
     }
 
-    /** {@code int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)}: its downcall handle. */
+    /**
+     * {@code int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_modify_qp$handle() {
         MethodHandle h$ = ibv_modify_qp$Holder.HANDLE;
         if (h$ == null) {
@@ -2911,7 +4140,15 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)}. */
+    /**
+     * {@code int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)}.
+     *
+     * @param qp {@code struct ibv_qp *}
+     * @param attr {@code struct ibv_qp_attr *}
+     * @param attr_mask {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_modify_qp(MemorySegment qp, MemorySegment attr, int attr_mask) {
         MethodHandle h$ = ibv_modify_qp$Holder.HANDLE;
         if (h$ == null) {
@@ -2944,12 +4181,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)}: its C descriptor. */
+    /**
+     * {@code int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_query_qp_data_in_order$descriptor() {
         return ibv_query_qp_data_in_order$Holder.DESC;
     }
 
-    /** {@code int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)}: its downcall handle. */
+    /**
+     * {@code int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_query_qp_data_in_order$handle() {
         MethodHandle h$ = ibv_query_qp_data_in_order$Holder.HANDLE;
         if (h$ == null) {
@@ -2958,7 +4204,15 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)}. */
+    /**
+     * {@code int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)}.
+     *
+     * @param qp {@code struct ibv_qp *}
+     * @param op {@code enum ibv_wr_opcode}
+     * @param flags {@code uint32_t}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_query_qp_data_in_order(MemorySegment qp, int op, int flags) {
         MethodHandle h$ = ibv_query_qp_data_in_order$Holder.HANDLE;
         if (h$ == null) {
@@ -2991,12 +4245,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init_attr)}: its C descriptor. */
+    /**
+     * {@code int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init_attr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_query_qp$descriptor() {
         return ibv_query_qp$Holder.DESC;
     }
 
-    /** {@code int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init_attr)}: its downcall handle. */
+    /**
+     * {@code int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init_attr)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_query_qp$handle() {
         MethodHandle h$ = ibv_query_qp$Holder.HANDLE;
         if (h$ == null) {
@@ -3005,7 +4268,16 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init_attr)}. */
+    /**
+     * {@code int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask, struct ibv_qp_init_attr *init_attr)}.
+     *
+     * @param qp {@code struct ibv_qp *}
+     * @param attr {@code struct ibv_qp_attr *}
+     * @param attr_mask {@code int}
+     * @param init_attr {@code struct ibv_qp_init_attr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_query_qp(MemorySegment qp, MemorySegment attr, int attr_mask, MemorySegment init_attr) {
         MethodHandle h$ = ibv_query_qp$Holder.HANDLE;
         if (h$ == null) {
@@ -3038,12 +4310,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_destroy_qp(struct ibv_qp *qp)}: its C descriptor. */
+    /**
+     * {@code int ibv_destroy_qp(struct ibv_qp *qp)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_destroy_qp$descriptor() {
         return ibv_destroy_qp$Holder.DESC;
     }
 
-    /** {@code int ibv_destroy_qp(struct ibv_qp *qp)}: its downcall handle. */
+    /**
+     * {@code int ibv_destroy_qp(struct ibv_qp *qp)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_destroy_qp$handle() {
         MethodHandle h$ = ibv_destroy_qp$Holder.HANDLE;
         if (h$ == null) {
@@ -3052,7 +4333,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_destroy_qp(struct ibv_qp *qp)}. */
+    /**
+     * {@code int ibv_destroy_qp(struct ibv_qp *qp)}.
+     *
+     * @param qp {@code struct ibv_qp *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_destroy_qp(MemorySegment qp) {
         MethodHandle h$ = ibv_destroy_qp$Holder.HANDLE;
         if (h$ == null) {
@@ -3085,12 +4372,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)}: its C descriptor. */
+    /**
+     * {@code struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_create_ah$descriptor() {
         return ibv_create_ah$Holder.DESC;
     }
 
-    /** {@code struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_create_ah$handle() {
         MethodHandle h$ = ibv_create_ah$Holder.HANDLE;
         if (h$ == null) {
@@ -3099,7 +4395,14 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param pd {@code struct ibv_pd *}
+     * @param attr {@code struct ibv_ah_attr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_create_ah(MemorySegment pd, MemorySegment attr) {
         MethodHandle h$ = ibv_create_ah$Holder.HANDLE;
         if (h$ == null) {
@@ -3132,12 +4435,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc, struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)}: its C descriptor. */
+    /**
+     * {@code int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc, struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_init_ah_from_wc$descriptor() {
         return ibv_init_ah_from_wc$Holder.DESC;
     }
 
-    /** {@code int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc, struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc, struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_init_ah_from_wc$handle() {
         MethodHandle h$ = ibv_init_ah_from_wc$Holder.HANDLE;
         if (h$ == null) {
@@ -3146,7 +4458,17 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc, struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc, struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param context {@code struct ibv_context *}
+     * @param port_num {@code uint8_t}
+     * @param wc {@code struct ibv_wc *}
+     * @param grh {@code struct ibv_grh *}
+     * @param ah_attr {@code struct ibv_ah_attr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_init_ah_from_wc(MemorySegment context, byte port_num, MemorySegment wc, MemorySegment grh, MemorySegment ah_attr) {
         MethodHandle h$ = ibv_init_ah_from_wc$Holder.HANDLE;
         if (h$ == null) {
@@ -3179,12 +4501,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh, uint8_t port_num)}: its C descriptor. */
+    /**
+     * {@code struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh, uint8_t port_num)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_create_ah_from_wc$descriptor() {
         return ibv_create_ah_from_wc$Holder.DESC;
     }
 
-    /** {@code struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh, uint8_t port_num)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh, uint8_t port_num)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_create_ah_from_wc$handle() {
         MethodHandle h$ = ibv_create_ah_from_wc$Holder.HANDLE;
         if (h$ == null) {
@@ -3193,7 +4524,16 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh, uint8_t port_num)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh, uint8_t port_num)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param pd {@code struct ibv_pd *}
+     * @param wc {@code struct ibv_wc *}
+     * @param grh {@code struct ibv_grh *}
+     * @param port_num {@code uint8_t}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_create_ah_from_wc(MemorySegment pd, MemorySegment wc, MemorySegment grh, byte port_num) {
         MethodHandle h$ = ibv_create_ah_from_wc$Holder.HANDLE;
         if (h$ == null) {
@@ -3226,12 +4566,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_destroy_ah(struct ibv_ah *ah)}: its C descriptor. */
+    /**
+     * {@code int ibv_destroy_ah(struct ibv_ah *ah)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_destroy_ah$descriptor() {
         return ibv_destroy_ah$Holder.DESC;
     }
 
-    /** {@code int ibv_destroy_ah(struct ibv_ah *ah)}: its downcall handle. */
+    /**
+     * {@code int ibv_destroy_ah(struct ibv_ah *ah)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_destroy_ah$handle() {
         MethodHandle h$ = ibv_destroy_ah$Holder.HANDLE;
         if (h$ == null) {
@@ -3240,7 +4589,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_destroy_ah(struct ibv_ah *ah)}. */
+    /**
+     * {@code int ibv_destroy_ah(struct ibv_ah *ah)}.
+     *
+     * @param ah {@code struct ibv_ah *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_destroy_ah(MemorySegment ah) {
         MethodHandle h$ = ibv_destroy_ah$Holder.HANDLE;
         if (h$ == null) {
@@ -3273,12 +4628,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)}: its C descriptor. */
+    /**
+     * {@code int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_attach_mcast$descriptor() {
         return ibv_attach_mcast$Holder.DESC;
     }
 
-    /** {@code int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)}: its downcall handle. */
+    /**
+     * {@code int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_attach_mcast$handle() {
         MethodHandle h$ = ibv_attach_mcast$Holder.HANDLE;
         if (h$ == null) {
@@ -3287,7 +4651,15 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)}. */
+    /**
+     * {@code int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)}.
+     *
+     * @param qp {@code struct ibv_qp *}
+     * @param gid {@code const union ibv_gid *}
+     * @param lid {@code uint16_t}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_attach_mcast(MemorySegment qp, MemorySegment gid, short lid) {
         MethodHandle h$ = ibv_attach_mcast$Holder.HANDLE;
         if (h$ == null) {
@@ -3320,12 +4692,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)}: its C descriptor. */
+    /**
+     * {@code int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_detach_mcast$descriptor() {
         return ibv_detach_mcast$Holder.DESC;
     }
 
-    /** {@code int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)}: its downcall handle. */
+    /**
+     * {@code int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_detach_mcast$handle() {
         MethodHandle h$ = ibv_detach_mcast$Holder.HANDLE;
         if (h$ == null) {
@@ -3334,7 +4715,15 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)}. */
+    /**
+     * {@code int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)}.
+     *
+     * @param qp {@code struct ibv_qp *}
+     * @param gid {@code const union ibv_gid *}
+     * @param lid {@code uint16_t}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_detach_mcast(MemorySegment qp, MemorySegment gid, short lid) {
         MethodHandle h$ = ibv_detach_mcast$Holder.HANDLE;
         if (h$ == null) {
@@ -3367,12 +4756,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_fork_init(void)}: its C descriptor. */
+    /**
+     * {@code int ibv_fork_init(void)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_fork_init$descriptor() {
         return ibv_fork_init$Holder.DESC;
     }
 
-    /** {@code int ibv_fork_init(void)}: its downcall handle. */
+    /**
+     * {@code int ibv_fork_init(void)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_fork_init$handle() {
         MethodHandle h$ = ibv_fork_init$Holder.HANDLE;
         if (h$ == null) {
@@ -3381,7 +4779,12 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_fork_init(void)}. */
+    /**
+     * {@code int ibv_fork_init(void)}.
+     *
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_fork_init() {
         MethodHandle h$ = ibv_fork_init$Holder.HANDLE;
         if (h$ == null) {
@@ -3414,12 +4817,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code enum ibv_fork_status ibv_is_fork_initialized(void)}: its C descriptor. */
+    /**
+     * {@code enum ibv_fork_status ibv_is_fork_initialized(void)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_is_fork_initialized$descriptor() {
         return ibv_is_fork_initialized$Holder.DESC;
     }
 
-    /** {@code enum ibv_fork_status ibv_is_fork_initialized(void)}: its downcall handle. */
+    /**
+     * {@code enum ibv_fork_status ibv_is_fork_initialized(void)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_is_fork_initialized$handle() {
         MethodHandle h$ = ibv_is_fork_initialized$Holder.HANDLE;
         if (h$ == null) {
@@ -3428,7 +4840,12 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code enum ibv_fork_status ibv_is_fork_initialized(void)}. */
+    /**
+     * {@code enum ibv_fork_status ibv_is_fork_initialized(void)}.
+     *
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_is_fork_initialized() {
         MethodHandle h$ = ibv_is_fork_initialized$Holder.HANDLE;
         if (h$ == null) {
@@ -3461,12 +4878,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code const char *ibv_node_type_str(enum ibv_node_type node_type)}: its C descriptor. */
+    /**
+     * {@code const char *ibv_node_type_str(enum ibv_node_type node_type)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_node_type_str$descriptor() {
         return ibv_node_type_str$Holder.DESC;
     }
 
-    /** {@code const char *ibv_node_type_str(enum ibv_node_type node_type)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code const char *ibv_node_type_str(enum ibv_node_type node_type)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_node_type_str$handle() {
         MethodHandle h$ = ibv_node_type_str$Holder.HANDLE;
         if (h$ == null) {
@@ -3475,7 +4901,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code const char *ibv_node_type_str(enum ibv_node_type node_type)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code const char *ibv_node_type_str(enum ibv_node_type node_type)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param node_type {@code enum ibv_node_type}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_node_type_str(int node_type) {
         MethodHandle h$ = ibv_node_type_str$Holder.HANDLE;
         if (h$ == null) {
@@ -3508,12 +4940,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code const char *ibv_port_state_str(enum ibv_port_state port_state)}: its C descriptor. */
+    /**
+     * {@code const char *ibv_port_state_str(enum ibv_port_state port_state)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_port_state_str$descriptor() {
         return ibv_port_state_str$Holder.DESC;
     }
 
-    /** {@code const char *ibv_port_state_str(enum ibv_port_state port_state)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code const char *ibv_port_state_str(enum ibv_port_state port_state)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_port_state_str$handle() {
         MethodHandle h$ = ibv_port_state_str$Holder.HANDLE;
         if (h$ == null) {
@@ -3522,7 +4963,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code const char *ibv_port_state_str(enum ibv_port_state port_state)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code const char *ibv_port_state_str(enum ibv_port_state port_state)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param port_state {@code enum ibv_port_state}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_port_state_str(int port_state) {
         MethodHandle h$ = ibv_port_state_str$Holder.HANDLE;
         if (h$ == null) {
@@ -3555,12 +5002,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code const char *ibv_event_type_str(enum ibv_event_type event)}: its C descriptor. */
+    /**
+     * {@code const char *ibv_event_type_str(enum ibv_event_type event)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_event_type_str$descriptor() {
         return ibv_event_type_str$Holder.DESC;
     }
 
-    /** {@code const char *ibv_event_type_str(enum ibv_event_type event)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code const char *ibv_event_type_str(enum ibv_event_type event)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_event_type_str$handle() {
         MethodHandle h$ = ibv_event_type_str$Holder.HANDLE;
         if (h$ == null) {
@@ -3569,7 +5025,13 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code const char *ibv_event_type_str(enum ibv_event_type event)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code const char *ibv_event_type_str(enum ibv_event_type event)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param event {@code enum ibv_event_type}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment ibv_event_type_str(int event) {
         MethodHandle h$ = ibv_event_type_str$Holder.HANDLE;
         if (h$ == null) {
@@ -3602,12 +5064,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr, uint8_t eth_mac[6], uint16_t *vid)}: its C descriptor. */
+    /**
+     * {@code int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr, uint8_t eth_mac[6], uint16_t *vid)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_resolve_eth_l2_from_gid$descriptor() {
         return ibv_resolve_eth_l2_from_gid$Holder.DESC;
     }
 
-    /** {@code int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr, uint8_t eth_mac[6], uint16_t *vid)}: its downcall handle. */
+    /**
+     * {@code int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr, uint8_t eth_mac[6], uint16_t *vid)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_resolve_eth_l2_from_gid$handle() {
         MethodHandle h$ = ibv_resolve_eth_l2_from_gid$Holder.HANDLE;
         if (h$ == null) {
@@ -3616,7 +5087,16 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr, uint8_t eth_mac[6], uint16_t *vid)}. */
+    /**
+     * {@code int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr, uint8_t eth_mac[6], uint16_t *vid)}.
+     *
+     * @param context {@code struct ibv_context *}
+     * @param attr {@code struct ibv_ah_attr *}
+     * @param eth_mac {@code uint8_t[6]}
+     * @param vid {@code uint16_t *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_resolve_eth_l2_from_gid(MemorySegment context, MemorySegment attr, MemorySegment eth_mac, MemorySegment vid) {
         MethodHandle h$ = ibv_resolve_eth_l2_from_gid$Holder.HANDLE;
         if (h$ == null) {
@@ -3649,12 +5129,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)}: its C descriptor. */
+    /**
+     * {@code int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_set_ece$descriptor() {
         return ibv_set_ece$Holder.DESC;
     }
 
-    /** {@code int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)}: its downcall handle. */
+    /**
+     * {@code int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_set_ece$handle() {
         MethodHandle h$ = ibv_set_ece$Holder.HANDLE;
         if (h$ == null) {
@@ -3663,7 +5152,14 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)}. */
+    /**
+     * {@code int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)}.
+     *
+     * @param qp {@code struct ibv_qp *}
+     * @param ece {@code struct ibv_ece *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_set_ece(MemorySegment qp, MemorySegment ece) {
         MethodHandle h$ = ibv_set_ece$Holder.HANDLE;
         if (h$ == null) {
@@ -3696,12 +5192,21 @@ public final class verbs_h {
         }
     }
 
-    /** {@code int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)}: its C descriptor. */
+    /**
+     * {@code int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor ibv_query_ece$descriptor() {
         return ibv_query_ece$Holder.DESC;
     }
 
-    /** {@code int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)}: its downcall handle. */
+    /**
+     * {@code int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle ibv_query_ece$handle() {
         MethodHandle h$ = ibv_query_ece$Holder.HANDLE;
         if (h$ == null) {
@@ -3710,7 +5215,14 @@ public final class verbs_h {
         return h$;
     }
 
-    /** {@code int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)}. */
+    /**
+     * {@code int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)}.
+     *
+     * @param qp {@code struct ibv_qp *}
+     * @param ece {@code struct ibv_ece *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int ibv_query_ece(MemorySegment qp, MemorySegment ece) {
         MethodHandle h$ = ibv_query_ece$Holder.HANDLE;
         if (h$ == null) {

@@ -16,6 +16,7 @@ public final class Structs {
     /** The headers to {@code #include} for every C name below. */
     public static final List<String> HEADERS = List.of("rdma/rdma_cma.h", "rdma/rdma_verbs.h");
 
+    /** Every generated layout class by its C name ({@code struct X}, or {@code struct X.member} for nested ones). */
     public static final Map<String, Class<?>> BY_C_NAME = Map.ofEntries(
             Map.entry("struct ibv_path_data", ibv_path_data.class),
             Map.entry("struct ibv_path_record", ibv_path_record.class),

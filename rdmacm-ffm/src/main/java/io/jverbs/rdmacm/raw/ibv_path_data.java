@@ -20,36 +20,65 @@ public final class ibv_path_data {
             ValueLayout.JAVA_INT.withName("reserved"),
             ibv_path_record.LAYOUT.withName("path"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 72L;
     }
 
     /** Byte offset of {@code uint32_t flags}. */
     public static final long flags$OFFSET = 0L;
-    /** Reads {@code uint32_t flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, flags$OFFSET);
     }
-    /** Writes {@code uint32_t flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, flags$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t reserved}. */
     public static final long reserved$OFFSET = 4L;
-    /** Reads {@code uint32_t reserved}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t reserved}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int reserved(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, reserved$OFFSET);
     }
-    /** Writes {@code uint32_t reserved}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t reserved}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void reserved(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, reserved$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_path_record path}. */
     public static final long path$OFFSET = 8L;
-    /** {@code struct ibv_path_record path}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_path_record path}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment path(MemorySegment s) {
         return s.asSlice(path$OFFSET, 64L);
     }

@@ -33,168 +33,319 @@ public final class ibv_path_record {
             ValueLayout.JAVA_BYTE.withName("preference"),
             MemoryLayout.sequenceLayout(6, ValueLayout.JAVA_BYTE).withName("reserved"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 64L;
     }
 
     /** Byte offset of {@code __be64 service_id}. */
     public static final long service_id$OFFSET = 0L;
-    /** Reads {@code __be64 service_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be64 service_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long service_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, service_id$OFFSET);
     }
-    /** Writes {@code __be64 service_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be64 service_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void service_id(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, service_id$OFFSET, v);
     }
 
     /** Byte offset of {@code union ibv_gid dgid}. */
     public static final long dgid$OFFSET = 8L;
-    /** {@code union ibv_gid dgid}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union ibv_gid dgid}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment dgid(MemorySegment s) {
         return s.asSlice(dgid$OFFSET, 16L);
     }
 
     /** Byte offset of {@code union ibv_gid sgid}. */
     public static final long sgid$OFFSET = 24L;
-    /** {@code union ibv_gid sgid}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union ibv_gid sgid}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment sgid(MemorySegment s) {
         return s.asSlice(sgid$OFFSET, 16L);
     }
 
     /** Byte offset of {@code __be16 dlid}. */
     public static final long dlid$OFFSET = 40L;
-    /** Reads {@code __be16 dlid}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be16 dlid}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short dlid(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, dlid$OFFSET);
     }
-    /** Writes {@code __be16 dlid}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be16 dlid}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void dlid(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, dlid$OFFSET, v);
     }
 
     /** Byte offset of {@code __be16 slid}. */
     public static final long slid$OFFSET = 42L;
-    /** Reads {@code __be16 slid}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be16 slid}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short slid(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, slid$OFFSET);
     }
-    /** Writes {@code __be16 slid}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be16 slid}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void slid(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, slid$OFFSET, v);
     }
 
     /** Byte offset of {@code __be32 flowlabel_hoplimit}. */
     public static final long flowlabel_hoplimit$OFFSET = 44L;
-    /** Reads {@code __be32 flowlabel_hoplimit}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be32 flowlabel_hoplimit}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int flowlabel_hoplimit(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, flowlabel_hoplimit$OFFSET);
     }
-    /** Writes {@code __be32 flowlabel_hoplimit}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be32 flowlabel_hoplimit}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flowlabel_hoplimit(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, flowlabel_hoplimit$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t tclass}. */
     public static final long tclass$OFFSET = 48L;
-    /** Reads {@code uint8_t tclass}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t tclass}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte tclass(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, tclass$OFFSET);
     }
-    /** Writes {@code uint8_t tclass}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t tclass}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void tclass(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, tclass$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t reversible_numpath}. */
     public static final long reversible_numpath$OFFSET = 49L;
-    /** Reads {@code uint8_t reversible_numpath}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t reversible_numpath}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte reversible_numpath(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, reversible_numpath$OFFSET);
     }
-    /** Writes {@code uint8_t reversible_numpath}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t reversible_numpath}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void reversible_numpath(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, reversible_numpath$OFFSET, v);
     }
 
     /** Byte offset of {@code __be16 pkey}. */
     public static final long pkey$OFFSET = 50L;
-    /** Reads {@code __be16 pkey}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be16 pkey}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short pkey(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, pkey$OFFSET);
     }
-    /** Writes {@code __be16 pkey}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be16 pkey}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pkey(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, pkey$OFFSET, v);
     }
 
     /** Byte offset of {@code __be16 qosclass_sl}. */
     public static final long qosclass_sl$OFFSET = 52L;
-    /** Reads {@code __be16 qosclass_sl}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be16 qosclass_sl}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short qosclass_sl(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, qosclass_sl$OFFSET);
     }
-    /** Writes {@code __be16 qosclass_sl}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be16 qosclass_sl}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qosclass_sl(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, qosclass_sl$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t mtu}. */
     public static final long mtu$OFFSET = 54L;
-    /** Reads {@code uint8_t mtu}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t mtu}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte mtu(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, mtu$OFFSET);
     }
-    /** Writes {@code uint8_t mtu}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t mtu}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void mtu(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, mtu$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t rate}. */
     public static final long rate$OFFSET = 55L;
-    /** Reads {@code uint8_t rate}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t rate}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte rate(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, rate$OFFSET);
     }
-    /** Writes {@code uint8_t rate}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t rate}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rate(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, rate$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t packetlifetime}. */
     public static final long packetlifetime$OFFSET = 56L;
-    /** Reads {@code uint8_t packetlifetime}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t packetlifetime}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte packetlifetime(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, packetlifetime$OFFSET);
     }
-    /** Writes {@code uint8_t packetlifetime}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t packetlifetime}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void packetlifetime(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, packetlifetime$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t preference}. */
     public static final long preference$OFFSET = 57L;
-    /** Reads {@code uint8_t preference}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t preference}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte preference(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, preference$OFFSET);
     }
-    /** Writes {@code uint8_t preference}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t preference}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void preference(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, preference$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t[6] reserved}. */
     public static final long reserved$OFFSET = 58L;
-    /** {@code uint8_t[6] reserved}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code uint8_t[6] reserved}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment reserved(MemorySegment s) {
         return s.asSlice(reserved$OFFSET, 6L);
     }
-    /** Reads element {@code index} of {@code uint8_t[6] reserved}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code uint8_t[6] reserved}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte reserved(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, reserved$OFFSET + Objects.checkIndex(index, 6L) * 1L);
     }
-    /** Writes element {@code index} of {@code uint8_t[6] reserved}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code uint8_t[6] reserved}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void reserved(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, reserved$OFFSET + Objects.checkIndex(index, 6L) * 1L, v);
     }

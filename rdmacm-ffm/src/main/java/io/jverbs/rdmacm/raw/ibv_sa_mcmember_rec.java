@@ -38,197 +38,371 @@ public final class ibv_sa_mcmember_rec {
             MemoryLayout.paddingLayout(1),
             ValueLayout.JAVA_INT.withName("proxy_join"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 64L;
     }
 
     /** Byte offset of {@code union ibv_gid mgid}. */
     public static final long mgid$OFFSET = 0L;
-    /** {@code union ibv_gid mgid}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union ibv_gid mgid}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment mgid(MemorySegment s) {
         return s.asSlice(mgid$OFFSET, 16L);
     }
 
     /** Byte offset of {@code union ibv_gid port_gid}. */
     public static final long port_gid$OFFSET = 16L;
-    /** {@code union ibv_gid port_gid}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union ibv_gid port_gid}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment port_gid(MemorySegment s) {
         return s.asSlice(port_gid$OFFSET, 16L);
     }
 
     /** Byte offset of {@code uint32_t qkey}. */
     public static final long qkey$OFFSET = 32L;
-    /** Reads {@code uint32_t qkey}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t qkey}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qkey(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qkey$OFFSET);
     }
-    /** Writes {@code uint32_t qkey}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t qkey}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qkey(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qkey$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t mlid}. */
     public static final long mlid$OFFSET = 36L;
-    /** Reads {@code uint16_t mlid}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t mlid}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short mlid(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, mlid$OFFSET);
     }
-    /** Writes {@code uint16_t mlid}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t mlid}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void mlid(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, mlid$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t mtu_selector}. */
     public static final long mtu_selector$OFFSET = 38L;
-    /** Reads {@code uint8_t mtu_selector}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t mtu_selector}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte mtu_selector(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, mtu_selector$OFFSET);
     }
-    /** Writes {@code uint8_t mtu_selector}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t mtu_selector}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void mtu_selector(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, mtu_selector$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t mtu}. */
     public static final long mtu$OFFSET = 39L;
-    /** Reads {@code uint8_t mtu}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t mtu}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte mtu(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, mtu$OFFSET);
     }
-    /** Writes {@code uint8_t mtu}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t mtu}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void mtu(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, mtu$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t traffic_class}. */
     public static final long traffic_class$OFFSET = 40L;
-    /** Reads {@code uint8_t traffic_class}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t traffic_class}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte traffic_class(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, traffic_class$OFFSET);
     }
-    /** Writes {@code uint8_t traffic_class}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t traffic_class}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void traffic_class(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, traffic_class$OFFSET, v);
     }
 
     /** Byte offset of {@code uint16_t pkey}. */
     public static final long pkey$OFFSET = 42L;
-    /** Reads {@code uint16_t pkey}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t pkey}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short pkey(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, pkey$OFFSET);
     }
-    /** Writes {@code uint16_t pkey}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t pkey}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pkey(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, pkey$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t rate_selector}. */
     public static final long rate_selector$OFFSET = 44L;
-    /** Reads {@code uint8_t rate_selector}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t rate_selector}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte rate_selector(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, rate_selector$OFFSET);
     }
-    /** Writes {@code uint8_t rate_selector}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t rate_selector}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rate_selector(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, rate_selector$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t rate}. */
     public static final long rate$OFFSET = 45L;
-    /** Reads {@code uint8_t rate}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t rate}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte rate(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, rate$OFFSET);
     }
-    /** Writes {@code uint8_t rate}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t rate}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rate(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, rate$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t packet_life_time_selector}. */
     public static final long packet_life_time_selector$OFFSET = 46L;
-    /** Reads {@code uint8_t packet_life_time_selector}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t packet_life_time_selector}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte packet_life_time_selector(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, packet_life_time_selector$OFFSET);
     }
-    /** Writes {@code uint8_t packet_life_time_selector}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t packet_life_time_selector}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void packet_life_time_selector(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, packet_life_time_selector$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t packet_life_time}. */
     public static final long packet_life_time$OFFSET = 47L;
-    /** Reads {@code uint8_t packet_life_time}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t packet_life_time}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte packet_life_time(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, packet_life_time$OFFSET);
     }
-    /** Writes {@code uint8_t packet_life_time}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t packet_life_time}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void packet_life_time(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, packet_life_time$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t sl}. */
     public static final long sl$OFFSET = 48L;
-    /** Reads {@code uint8_t sl}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t sl}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte sl(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, sl$OFFSET);
     }
-    /** Writes {@code uint8_t sl}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t sl}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sl(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, sl$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t flow_label}. */
     public static final long flow_label$OFFSET = 52L;
-    /** Reads {@code uint32_t flow_label}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t flow_label}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int flow_label(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, flow_label$OFFSET);
     }
-    /** Writes {@code uint32_t flow_label}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t flow_label}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flow_label(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, flow_label$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t hop_limit}. */
     public static final long hop_limit$OFFSET = 56L;
-    /** Reads {@code uint8_t hop_limit}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t hop_limit}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte hop_limit(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, hop_limit$OFFSET);
     }
-    /** Writes {@code uint8_t hop_limit}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t hop_limit}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void hop_limit(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, hop_limit$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t scope}. */
     public static final long scope$OFFSET = 57L;
-    /** Reads {@code uint8_t scope}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t scope}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte scope(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, scope$OFFSET);
     }
-    /** Writes {@code uint8_t scope}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t scope}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void scope(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, scope$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t join_state}. */
     public static final long join_state$OFFSET = 58L;
-    /** Reads {@code uint8_t join_state}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t join_state}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte join_state(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, join_state$OFFSET);
     }
-    /** Writes {@code uint8_t join_state}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t join_state}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void join_state(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, join_state$OFFSET, v);
     }
 
     /** Byte offset of {@code int proxy_join}. */
     public static final long proxy_join$OFFSET = 60L;
-    /** Reads {@code int proxy_join}. @param s the struct @return the value */
+    /**
+     * Reads {@code int proxy_join}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int proxy_join(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, proxy_join$OFFSET);
     }
-    /** Writes {@code int proxy_join}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int proxy_join}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void proxy_join(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, proxy_join$OFFSET, v);
     }

@@ -38,208 +38,392 @@ public final class ibv_sa_path_rec {
             ValueLayout.JAVA_BYTE.withName("packet_life_time"),
             ValueLayout.JAVA_BYTE.withName("preference"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 64L;
     }
 
     /** Byte offset of {@code union ibv_gid dgid}. */
     public static final long dgid$OFFSET = 0L;
-    /** {@code union ibv_gid dgid}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union ibv_gid dgid}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment dgid(MemorySegment s) {
         return s.asSlice(dgid$OFFSET, 16L);
     }
 
     /** Byte offset of {@code union ibv_gid sgid}. */
     public static final long sgid$OFFSET = 16L;
-    /** {@code union ibv_gid sgid}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union ibv_gid sgid}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment sgid(MemorySegment s) {
         return s.asSlice(sgid$OFFSET, 16L);
     }
 
     /** Byte offset of {@code __be16 dlid}. */
     public static final long dlid$OFFSET = 32L;
-    /** Reads {@code __be16 dlid}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be16 dlid}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short dlid(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, dlid$OFFSET);
     }
-    /** Writes {@code __be16 dlid}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be16 dlid}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void dlid(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, dlid$OFFSET, v);
     }
 
     /** Byte offset of {@code __be16 slid}. */
     public static final long slid$OFFSET = 34L;
-    /** Reads {@code __be16 slid}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be16 slid}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short slid(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, slid$OFFSET);
     }
-    /** Writes {@code __be16 slid}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be16 slid}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void slid(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, slid$OFFSET, v);
     }
 
     /** Byte offset of {@code int raw_traffic}. */
     public static final long raw_traffic$OFFSET = 36L;
-    /** Reads {@code int raw_traffic}. @param s the struct @return the value */
+    /**
+     * Reads {@code int raw_traffic}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int raw_traffic(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, raw_traffic$OFFSET);
     }
-    /** Writes {@code int raw_traffic}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int raw_traffic}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void raw_traffic(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, raw_traffic$OFFSET, v);
     }
 
     /** Byte offset of {@code __be32 flow_label}. */
     public static final long flow_label$OFFSET = 40L;
-    /** Reads {@code __be32 flow_label}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be32 flow_label}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int flow_label(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, flow_label$OFFSET);
     }
-    /** Writes {@code __be32 flow_label}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be32 flow_label}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flow_label(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, flow_label$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t hop_limit}. */
     public static final long hop_limit$OFFSET = 44L;
-    /** Reads {@code uint8_t hop_limit}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t hop_limit}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte hop_limit(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, hop_limit$OFFSET);
     }
-    /** Writes {@code uint8_t hop_limit}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t hop_limit}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void hop_limit(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, hop_limit$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t traffic_class}. */
     public static final long traffic_class$OFFSET = 45L;
-    /** Reads {@code uint8_t traffic_class}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t traffic_class}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte traffic_class(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, traffic_class$OFFSET);
     }
-    /** Writes {@code uint8_t traffic_class}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t traffic_class}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void traffic_class(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, traffic_class$OFFSET, v);
     }
 
     /** Byte offset of {@code int reversible}. */
     public static final long reversible$OFFSET = 48L;
-    /** Reads {@code int reversible}. @param s the struct @return the value */
+    /**
+     * Reads {@code int reversible}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int reversible(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, reversible$OFFSET);
     }
-    /** Writes {@code int reversible}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int reversible}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void reversible(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, reversible$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t numb_path}. */
     public static final long numb_path$OFFSET = 52L;
-    /** Reads {@code uint8_t numb_path}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t numb_path}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte numb_path(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, numb_path$OFFSET);
     }
-    /** Writes {@code uint8_t numb_path}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t numb_path}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void numb_path(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, numb_path$OFFSET, v);
     }
 
     /** Byte offset of {@code __be16 pkey}. */
     public static final long pkey$OFFSET = 54L;
-    /** Reads {@code __be16 pkey}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be16 pkey}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short pkey(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, pkey$OFFSET);
     }
-    /** Writes {@code __be16 pkey}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be16 pkey}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pkey(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, pkey$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t sl}. */
     public static final long sl$OFFSET = 56L;
-    /** Reads {@code uint8_t sl}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t sl}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte sl(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, sl$OFFSET);
     }
-    /** Writes {@code uint8_t sl}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t sl}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sl(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, sl$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t mtu_selector}. */
     public static final long mtu_selector$OFFSET = 57L;
-    /** Reads {@code uint8_t mtu_selector}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t mtu_selector}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte mtu_selector(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, mtu_selector$OFFSET);
     }
-    /** Writes {@code uint8_t mtu_selector}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t mtu_selector}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void mtu_selector(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, mtu_selector$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t mtu}. */
     public static final long mtu$OFFSET = 58L;
-    /** Reads {@code uint8_t mtu}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t mtu}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte mtu(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, mtu$OFFSET);
     }
-    /** Writes {@code uint8_t mtu}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t mtu}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void mtu(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, mtu$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t rate_selector}. */
     public static final long rate_selector$OFFSET = 59L;
-    /** Reads {@code uint8_t rate_selector}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t rate_selector}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte rate_selector(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, rate_selector$OFFSET);
     }
-    /** Writes {@code uint8_t rate_selector}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t rate_selector}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rate_selector(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, rate_selector$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t rate}. */
     public static final long rate$OFFSET = 60L;
-    /** Reads {@code uint8_t rate}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t rate}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte rate(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, rate$OFFSET);
     }
-    /** Writes {@code uint8_t rate}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t rate}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rate(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, rate$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t packet_life_time_selector}. */
     public static final long packet_life_time_selector$OFFSET = 61L;
-    /** Reads {@code uint8_t packet_life_time_selector}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t packet_life_time_selector}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte packet_life_time_selector(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, packet_life_time_selector$OFFSET);
     }
-    /** Writes {@code uint8_t packet_life_time_selector}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t packet_life_time_selector}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void packet_life_time_selector(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, packet_life_time_selector$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t packet_life_time}. */
     public static final long packet_life_time$OFFSET = 62L;
-    /** Reads {@code uint8_t packet_life_time}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t packet_life_time}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte packet_life_time(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, packet_life_time$OFFSET);
     }
-    /** Writes {@code uint8_t packet_life_time}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t packet_life_time}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void packet_life_time(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, packet_life_time$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t preference}. */
     public static final long preference$OFFSET = 63L;
-    /** Reads {@code uint8_t preference}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t preference}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte preference(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, preference$OFFSET);
     }
-    /** Writes {@code uint8_t preference}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t preference}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void preference(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, preference$OFFSET, v);
     }

@@ -29,137 +29,278 @@ public final class ibv_sa_service_rec {
             MemoryLayout.sequenceLayout(4, ValueLayout.JAVA_INT).withName("data32"),
             MemoryLayout.sequenceLayout(2, ValueLayout.JAVA_LONG).withName("data64"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 176L;
     }
 
     /** Byte offset of {@code uint64_t id}. */
     public static final long id$OFFSET = 0L;
-    /** Reads {@code uint64_t id}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint64_t id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, id$OFFSET);
     }
-    /** Writes {@code uint64_t id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint64_t id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void id(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, id$OFFSET, v);
     }
 
     /** Byte offset of {@code union ibv_gid gid}. */
     public static final long gid$OFFSET = 8L;
-    /** {@code union ibv_gid gid}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union ibv_gid gid}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment gid(MemorySegment s) {
         return s.asSlice(gid$OFFSET, 16L);
     }
 
     /** Byte offset of {@code uint16_t pkey}. */
     public static final long pkey$OFFSET = 24L;
-    /** Reads {@code uint16_t pkey}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint16_t pkey}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short pkey(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, pkey$OFFSET);
     }
-    /** Writes {@code uint16_t pkey}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint16_t pkey}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pkey(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, pkey$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t lease}. */
     public static final long lease$OFFSET = 28L;
-    /** Reads {@code uint32_t lease}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t lease}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int lease(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, lease$OFFSET);
     }
-    /** Writes {@code uint32_t lease}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t lease}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void lease(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, lease$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t[16] key}. */
     public static final long key$OFFSET = 32L;
-    /** {@code uint8_t[16] key}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code uint8_t[16] key}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment key(MemorySegment s) {
         return s.asSlice(key$OFFSET, 16L);
     }
-    /** Reads element {@code index} of {@code uint8_t[16] key}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code uint8_t[16] key}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte key(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, key$OFFSET + Objects.checkIndex(index, 16L) * 1L);
     }
-    /** Writes element {@code index} of {@code uint8_t[16] key}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code uint8_t[16] key}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void key(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, key$OFFSET + Objects.checkIndex(index, 16L) * 1L, v);
     }
 
     /** Byte offset of {@code uint8_t[64] name}. */
     public static final long name$OFFSET = 48L;
-    /** {@code uint8_t[64] name}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code uint8_t[64] name}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment name(MemorySegment s) {
         return s.asSlice(name$OFFSET, 64L);
     }
-    /** Reads element {@code index} of {@code uint8_t[64] name}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code uint8_t[64] name}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte name(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, name$OFFSET + Objects.checkIndex(index, 64L) * 1L);
     }
-    /** Writes element {@code index} of {@code uint8_t[64] name}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code uint8_t[64] name}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void name(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, name$OFFSET + Objects.checkIndex(index, 64L) * 1L, v);
     }
 
     /** Byte offset of {@code uint8_t[16] data8}. */
     public static final long data8$OFFSET = 112L;
-    /** {@code uint8_t[16] data8}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code uint8_t[16] data8}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment data8(MemorySegment s) {
         return s.asSlice(data8$OFFSET, 16L);
     }
-    /** Reads element {@code index} of {@code uint8_t[16] data8}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code uint8_t[16] data8}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte data8(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, data8$OFFSET + Objects.checkIndex(index, 16L) * 1L);
     }
-    /** Writes element {@code index} of {@code uint8_t[16] data8}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code uint8_t[16] data8}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void data8(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, data8$OFFSET + Objects.checkIndex(index, 16L) * 1L, v);
     }
 
     /** Byte offset of {@code uint16_t[8] data16}. */
     public static final long data16$OFFSET = 128L;
-    /** {@code uint16_t[8] data16}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code uint16_t[8] data16}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment data16(MemorySegment s) {
         return s.asSlice(data16$OFFSET, 16L);
     }
-    /** Reads element {@code index} of {@code uint16_t[8] data16}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code uint16_t[8] data16}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static short data16(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_SHORT, data16$OFFSET + Objects.checkIndex(index, 8L) * 2L);
     }
-    /** Writes element {@code index} of {@code uint16_t[8] data16}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code uint16_t[8] data16}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void data16(MemorySegment s, long index, short v) {
         s.set(ValueLayout.JAVA_SHORT, data16$OFFSET + Objects.checkIndex(index, 8L) * 2L, v);
     }
 
     /** Byte offset of {@code uint32_t[4] data32}. */
     public static final long data32$OFFSET = 144L;
-    /** {@code uint32_t[4] data32}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code uint32_t[4] data32}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment data32(MemorySegment s) {
         return s.asSlice(data32$OFFSET, 16L);
     }
-    /** Reads element {@code index} of {@code uint32_t[4] data32}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code uint32_t[4] data32}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static int data32(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_INT, data32$OFFSET + Objects.checkIndex(index, 4L) * 4L);
     }
-    /** Writes element {@code index} of {@code uint32_t[4] data32}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code uint32_t[4] data32}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void data32(MemorySegment s, long index, int v) {
         s.set(ValueLayout.JAVA_INT, data32$OFFSET + Objects.checkIndex(index, 4L) * 4L, v);
     }
 
     /** Byte offset of {@code uint64_t[2] data64}. */
     public static final long data64$OFFSET = 160L;
-    /** {@code uint64_t[2] data64}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code uint64_t[2] data64}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment data64(MemorySegment s) {
         return s.asSlice(data64$OFFSET, 16L);
     }
-    /** Reads element {@code index} of {@code uint64_t[2] data64}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code uint64_t[2] data64}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static long data64(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_LONG, data64$OFFSET + Objects.checkIndex(index, 2L) * 8L);
     }
-    /** Writes element {@code index} of {@code uint64_t[2] data64}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code uint64_t[2] data64}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void data64(MemorySegment s, long index, long v) {
         s.set(ValueLayout.JAVA_LONG, data64$OFFSET + Objects.checkIndex(index, 2L) * 8L, v);
     }

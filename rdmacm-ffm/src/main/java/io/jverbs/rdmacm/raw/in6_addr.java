@@ -19,14 +19,23 @@ public final class in6_addr {
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             __in6_u.LAYOUT.withName("__in6_u"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code union {...} __in6_u}. */
     public static final long __in6_u$OFFSET = 0L;
-    /** {@code union {...} __in6_u}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union {...} __in6_u}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment __in6_u(MemorySegment s) {
         return s.asSlice(__in6_u$OFFSET, 16L);
     }
@@ -45,52 +54,107 @@ public final class in6_addr {
                 MemoryLayout.sequenceLayout(8, ValueLayout.JAVA_SHORT).withName("__u6_addr16"),
                 MemoryLayout.sequenceLayout(4, ValueLayout.JAVA_INT).withName("__u6_addr32"));
 
-        /** @return the C {@code sizeof}, in bytes */
+        /**
+         * The C {@code sizeof} of the struct.
+         *
+         * @return the size in bytes
+         */
         public static long sizeof() {
             return 16L;
         }
 
         /** Byte offset of {@code uint8_t[16] __u6_addr8}. */
         public static final long __u6_addr8$OFFSET = 0L;
-        /** {@code uint8_t[16] __u6_addr8}, as a slice of {@code s}. @param s the struct @return the slice */
+        /**
+         * {@code uint8_t[16] __u6_addr8}, as a slice of {@code s}.
+         *
+         * @param s the struct
+         * @return the slice
+         */
         public static MemorySegment __u6_addr8(MemorySegment s) {
             return s.asSlice(__u6_addr8$OFFSET, 16L);
         }
-        /** Reads element {@code index} of {@code uint8_t[16] __u6_addr8}. @param s the struct @param index the element @return the value */
+        /**
+         * Reads element {@code index} of {@code uint8_t[16] __u6_addr8}.
+         *
+         * @param s the struct
+         * @param index the element
+         * @return the value
+         */
         public static byte __u6_addr8(MemorySegment s, long index) {
             return s.get(ValueLayout.JAVA_BYTE, __u6_addr8$OFFSET + Objects.checkIndex(index, 16L) * 1L);
         }
-        /** Writes element {@code index} of {@code uint8_t[16] __u6_addr8}. @param s the struct @param index the element @param v the value */
+        /**
+         * Writes element {@code index} of {@code uint8_t[16] __u6_addr8}.
+         *
+         * @param s the struct
+         * @param index the element
+         * @param v the value
+         */
         public static void __u6_addr8(MemorySegment s, long index, byte v) {
             s.set(ValueLayout.JAVA_BYTE, __u6_addr8$OFFSET + Objects.checkIndex(index, 16L) * 1L, v);
         }
 
         /** Byte offset of {@code uint16_t[8] __u6_addr16}. */
         public static final long __u6_addr16$OFFSET = 0L;
-        /** {@code uint16_t[8] __u6_addr16}, as a slice of {@code s}. @param s the struct @return the slice */
+        /**
+         * {@code uint16_t[8] __u6_addr16}, as a slice of {@code s}.
+         *
+         * @param s the struct
+         * @return the slice
+         */
         public static MemorySegment __u6_addr16(MemorySegment s) {
             return s.asSlice(__u6_addr16$OFFSET, 16L);
         }
-        /** Reads element {@code index} of {@code uint16_t[8] __u6_addr16}. @param s the struct @param index the element @return the value */
+        /**
+         * Reads element {@code index} of {@code uint16_t[8] __u6_addr16}.
+         *
+         * @param s the struct
+         * @param index the element
+         * @return the value
+         */
         public static short __u6_addr16(MemorySegment s, long index) {
             return s.get(ValueLayout.JAVA_SHORT, __u6_addr16$OFFSET + Objects.checkIndex(index, 8L) * 2L);
         }
-        /** Writes element {@code index} of {@code uint16_t[8] __u6_addr16}. @param s the struct @param index the element @param v the value */
+        /**
+         * Writes element {@code index} of {@code uint16_t[8] __u6_addr16}.
+         *
+         * @param s the struct
+         * @param index the element
+         * @param v the value
+         */
         public static void __u6_addr16(MemorySegment s, long index, short v) {
             s.set(ValueLayout.JAVA_SHORT, __u6_addr16$OFFSET + Objects.checkIndex(index, 8L) * 2L, v);
         }
 
         /** Byte offset of {@code uint32_t[4] __u6_addr32}. */
         public static final long __u6_addr32$OFFSET = 0L;
-        /** {@code uint32_t[4] __u6_addr32}, as a slice of {@code s}. @param s the struct @return the slice */
+        /**
+         * {@code uint32_t[4] __u6_addr32}, as a slice of {@code s}.
+         *
+         * @param s the struct
+         * @return the slice
+         */
         public static MemorySegment __u6_addr32(MemorySegment s) {
             return s.asSlice(__u6_addr32$OFFSET, 16L);
         }
-        /** Reads element {@code index} of {@code uint32_t[4] __u6_addr32}. @param s the struct @param index the element @return the value */
+        /**
+         * Reads element {@code index} of {@code uint32_t[4] __u6_addr32}.
+         *
+         * @param s the struct
+         * @param index the element
+         * @return the value
+         */
         public static int __u6_addr32(MemorySegment s, long index) {
             return s.get(ValueLayout.JAVA_INT, __u6_addr32$OFFSET + Objects.checkIndex(index, 4L) * 4L);
         }
-        /** Writes element {@code index} of {@code uint32_t[4] __u6_addr32}. @param s the struct @param index the element @param v the value */
+        /**
+         * Writes element {@code index} of {@code uint32_t[4] __u6_addr32}.
+         *
+         * @param s the struct
+         * @param index the element
+         * @param v the value
+         */
         public static void __u6_addr32(MemorySegment s, long index, int v) {
             s.set(ValueLayout.JAVA_INT, __u6_addr32$OFFSET + Objects.checkIndex(index, 4L) * 4L, v);
         }

@@ -18,18 +18,32 @@ public final class in_addr {
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("s_addr"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 4L;
     }
 
     /** Byte offset of {@code in_addr_t s_addr}. */
     public static final long s_addr$OFFSET = 0L;
-    /** Reads {@code in_addr_t s_addr}. @param s the struct @return the value */
+    /**
+     * Reads {@code in_addr_t s_addr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int s_addr(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, s_addr$OFFSET);
     }
-    /** Writes {@code in_addr_t s_addr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code in_addr_t s_addr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void s_addr(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, s_addr$OFFSET, v);
     }

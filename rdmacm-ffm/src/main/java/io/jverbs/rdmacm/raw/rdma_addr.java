@@ -28,70 +28,119 @@ public final class rdma_addr {
                 MemoryLayout.sequenceLayout(128, ValueLayout.JAVA_BYTE).withByteAlignment(8).withName("dst_storage")).withName("$anon1"),
             addr.LAYOUT.withName("addr"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 296L;
     }
 
     /** Byte offset of {@code struct sockaddr src_addr}. */
     public static final long src_addr$OFFSET = 0L;
-    /** {@code struct sockaddr src_addr}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct sockaddr src_addr}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment src_addr(MemorySegment s) {
         return s.asSlice(src_addr$OFFSET, 16L);
     }
 
     /** Byte offset of {@code struct sockaddr_in src_sin}. */
     public static final long src_sin$OFFSET = 0L;
-    /** {@code struct sockaddr_in src_sin}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct sockaddr_in src_sin}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment src_sin(MemorySegment s) {
         return s.asSlice(src_sin$OFFSET, 16L);
     }
 
     /** Byte offset of {@code struct sockaddr_in6 src_sin6}. */
     public static final long src_sin6$OFFSET = 0L;
-    /** {@code struct sockaddr_in6 src_sin6}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct sockaddr_in6 src_sin6}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment src_sin6(MemorySegment s) {
         return s.asSlice(src_sin6$OFFSET, 28L);
     }
 
     /** Byte offset of {@code struct sockaddr_storage src_storage}. */
     public static final long src_storage$OFFSET = 0L;
-    /** {@code struct sockaddr_storage src_storage}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct sockaddr_storage src_storage}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment src_storage(MemorySegment s) {
         return s.asSlice(src_storage$OFFSET, 128L);
     }
 
     /** Byte offset of {@code struct sockaddr dst_addr}. */
     public static final long dst_addr$OFFSET = 128L;
-    /** {@code struct sockaddr dst_addr}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct sockaddr dst_addr}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment dst_addr(MemorySegment s) {
         return s.asSlice(dst_addr$OFFSET, 16L);
     }
 
     /** Byte offset of {@code struct sockaddr_in dst_sin}. */
     public static final long dst_sin$OFFSET = 128L;
-    /** {@code struct sockaddr_in dst_sin}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct sockaddr_in dst_sin}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment dst_sin(MemorySegment s) {
         return s.asSlice(dst_sin$OFFSET, 16L);
     }
 
     /** Byte offset of {@code struct sockaddr_in6 dst_sin6}. */
     public static final long dst_sin6$OFFSET = 128L;
-    /** {@code struct sockaddr_in6 dst_sin6}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct sockaddr_in6 dst_sin6}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment dst_sin6(MemorySegment s) {
         return s.asSlice(dst_sin6$OFFSET, 28L);
     }
 
     /** Byte offset of {@code struct sockaddr_storage dst_storage}. */
     public static final long dst_storage$OFFSET = 128L;
-    /** {@code struct sockaddr_storage dst_storage}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct sockaddr_storage dst_storage}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment dst_storage(MemorySegment s) {
         return s.asSlice(dst_storage$OFFSET, 128L);
     }
 
     /** Byte offset of {@code union {...} addr}. */
     public static final long addr$OFFSET = 256L;
-    /** {@code union {...} addr}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union {...} addr}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment addr(MemorySegment s) {
         return s.asSlice(addr$OFFSET, 40L);
     }
@@ -108,14 +157,23 @@ public final class rdma_addr {
         public static final GroupLayout LAYOUT = MemoryLayout.unionLayout(
                 rdma_ib_addr.LAYOUT.withName("ibaddr"));
 
-        /** @return the C {@code sizeof}, in bytes */
+        /**
+         * The C {@code sizeof} of the struct.
+         *
+         * @return the size in bytes
+         */
         public static long sizeof() {
             return 40L;
         }
 
         /** Byte offset of {@code struct rdma_ib_addr ibaddr}. */
         public static final long ibaddr$OFFSET = 0L;
-        /** {@code struct rdma_ib_addr ibaddr}, as a slice of {@code s}. @param s the struct @return the slice */
+        /**
+         * {@code struct rdma_ib_addr ibaddr}, as a slice of {@code s}.
+         *
+         * @param s the struct
+         * @return the slice
+         */
         public static MemorySegment ibaddr(MemorySegment s) {
             return s.asSlice(ibaddr$OFFSET, 40L);
         }

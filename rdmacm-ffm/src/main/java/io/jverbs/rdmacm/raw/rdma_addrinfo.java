@@ -32,172 +32,326 @@ public final class rdma_addrinfo {
             ValueLayout.ADDRESS.withName("ai_connect"),
             ValueLayout.ADDRESS.withName("ai_next"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 96L;
     }
 
     /** Byte offset of {@code int ai_flags}. */
     public static final long ai_flags$OFFSET = 0L;
-    /** Reads {@code int ai_flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code int ai_flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int ai_flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, ai_flags$OFFSET);
     }
-    /** Writes {@code int ai_flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int ai_flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, ai_flags$OFFSET, v);
     }
 
     /** Byte offset of {@code int ai_family}. */
     public static final long ai_family$OFFSET = 4L;
-    /** Reads {@code int ai_family}. @param s the struct @return the value */
+    /**
+     * Reads {@code int ai_family}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int ai_family(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, ai_family$OFFSET);
     }
-    /** Writes {@code int ai_family}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int ai_family}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_family(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, ai_family$OFFSET, v);
     }
 
     /** Byte offset of {@code int ai_qp_type}. */
     public static final long ai_qp_type$OFFSET = 8L;
-    /** Reads {@code int ai_qp_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code int ai_qp_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int ai_qp_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, ai_qp_type$OFFSET);
     }
-    /** Writes {@code int ai_qp_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int ai_qp_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_qp_type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, ai_qp_type$OFFSET, v);
     }
 
     /** Byte offset of {@code int ai_port_space}. */
     public static final long ai_port_space$OFFSET = 12L;
-    /** Reads {@code int ai_port_space}. @param s the struct @return the value */
+    /**
+     * Reads {@code int ai_port_space}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int ai_port_space(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, ai_port_space$OFFSET);
     }
-    /** Writes {@code int ai_port_space}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int ai_port_space}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_port_space(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, ai_port_space$OFFSET, v);
     }
 
     /** Byte offset of {@code socklen_t ai_src_len}. */
     public static final long ai_src_len$OFFSET = 16L;
-    /** Reads {@code socklen_t ai_src_len}. @param s the struct @return the value */
+    /**
+     * Reads {@code socklen_t ai_src_len}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int ai_src_len(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, ai_src_len$OFFSET);
     }
-    /** Writes {@code socklen_t ai_src_len}. @param s the struct @param v the value */
+    /**
+     * Writes {@code socklen_t ai_src_len}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_src_len(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, ai_src_len$OFFSET, v);
     }
 
     /** Byte offset of {@code socklen_t ai_dst_len}. */
     public static final long ai_dst_len$OFFSET = 20L;
-    /** Reads {@code socklen_t ai_dst_len}. @param s the struct @return the value */
+    /**
+     * Reads {@code socklen_t ai_dst_len}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int ai_dst_len(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, ai_dst_len$OFFSET);
     }
-    /** Writes {@code socklen_t ai_dst_len}. @param s the struct @param v the value */
+    /**
+     * Writes {@code socklen_t ai_dst_len}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_dst_len(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, ai_dst_len$OFFSET, v);
     }
 
     /** Byte offset of {@code struct sockaddr * ai_src_addr}. */
     public static final long ai_src_addr$OFFSET = 24L;
-    /** Reads {@code struct sockaddr * ai_src_addr}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct sockaddr * ai_src_addr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment ai_src_addr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, ai_src_addr$OFFSET);
     }
-    /** Writes {@code struct sockaddr * ai_src_addr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct sockaddr * ai_src_addr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_src_addr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, ai_src_addr$OFFSET, v);
     }
 
     /** Byte offset of {@code struct sockaddr * ai_dst_addr}. */
     public static final long ai_dst_addr$OFFSET = 32L;
-    /** Reads {@code struct sockaddr * ai_dst_addr}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct sockaddr * ai_dst_addr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment ai_dst_addr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, ai_dst_addr$OFFSET);
     }
-    /** Writes {@code struct sockaddr * ai_dst_addr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct sockaddr * ai_dst_addr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_dst_addr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, ai_dst_addr$OFFSET, v);
     }
 
     /** Byte offset of {@code char * ai_src_canonname}. */
     public static final long ai_src_canonname$OFFSET = 40L;
-    /** Reads {@code char * ai_src_canonname}. @param s the struct @return the value */
+    /**
+     * Reads {@code char * ai_src_canonname}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment ai_src_canonname(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, ai_src_canonname$OFFSET);
     }
-    /** Writes {@code char * ai_src_canonname}. @param s the struct @param v the value */
+    /**
+     * Writes {@code char * ai_src_canonname}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_src_canonname(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, ai_src_canonname$OFFSET, v);
     }
 
     /** Byte offset of {@code char * ai_dst_canonname}. */
     public static final long ai_dst_canonname$OFFSET = 48L;
-    /** Reads {@code char * ai_dst_canonname}. @param s the struct @return the value */
+    /**
+     * Reads {@code char * ai_dst_canonname}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment ai_dst_canonname(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, ai_dst_canonname$OFFSET);
     }
-    /** Writes {@code char * ai_dst_canonname}. @param s the struct @param v the value */
+    /**
+     * Writes {@code char * ai_dst_canonname}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_dst_canonname(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, ai_dst_canonname$OFFSET, v);
     }
 
     /** Byte offset of {@code size_t ai_route_len}. */
     public static final long ai_route_len$OFFSET = 56L;
-    /** Reads {@code size_t ai_route_len}. @param s the struct @return the value */
+    /**
+     * Reads {@code size_t ai_route_len}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long ai_route_len(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, ai_route_len$OFFSET);
     }
-    /** Writes {@code size_t ai_route_len}. @param s the struct @param v the value */
+    /**
+     * Writes {@code size_t ai_route_len}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_route_len(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, ai_route_len$OFFSET, v);
     }
 
     /** Byte offset of {@code void * ai_route}. */
     public static final long ai_route$OFFSET = 64L;
-    /** Reads {@code void * ai_route}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * ai_route}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment ai_route(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, ai_route$OFFSET);
     }
-    /** Writes {@code void * ai_route}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * ai_route}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_route(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, ai_route$OFFSET, v);
     }
 
     /** Byte offset of {@code size_t ai_connect_len}. */
     public static final long ai_connect_len$OFFSET = 72L;
-    /** Reads {@code size_t ai_connect_len}. @param s the struct @return the value */
+    /**
+     * Reads {@code size_t ai_connect_len}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static long ai_connect_len(MemorySegment s) {
         return s.get(ValueLayout.JAVA_LONG, ai_connect_len$OFFSET);
     }
-    /** Writes {@code size_t ai_connect_len}. @param s the struct @param v the value */
+    /**
+     * Writes {@code size_t ai_connect_len}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_connect_len(MemorySegment s, long v) {
         s.set(ValueLayout.JAVA_LONG, ai_connect_len$OFFSET, v);
     }
 
     /** Byte offset of {@code void * ai_connect}. */
     public static final long ai_connect$OFFSET = 80L;
-    /** Reads {@code void * ai_connect}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * ai_connect}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment ai_connect(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, ai_connect$OFFSET);
     }
-    /** Writes {@code void * ai_connect}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * ai_connect}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_connect(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, ai_connect$OFFSET, v);
     }
 
     /** Byte offset of {@code struct rdma_addrinfo * ai_next}. */
     public static final long ai_next$OFFSET = 88L;
-    /** Reads {@code struct rdma_addrinfo * ai_next}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct rdma_addrinfo * ai_next}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment ai_next(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, ai_next$OFFSET);
     }
-    /** Writes {@code struct rdma_addrinfo * ai_next}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct rdma_addrinfo * ai_next}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ai_next(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, ai_next$OFFSET, v);
     }

@@ -22,58 +22,107 @@ public final class rdma_cm_event {
             ValueLayout.JAVA_INT.withName("status"),
             param.LAYOUT.withName("param"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 80L;
     }
 
     /** Byte offset of {@code struct rdma_cm_id * id}. */
     public static final long id$OFFSET = 0L;
-    /** Reads {@code struct rdma_cm_id * id}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct rdma_cm_id * id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment id(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, id$OFFSET);
     }
-    /** Writes {@code struct rdma_cm_id * id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct rdma_cm_id * id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void id(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, id$OFFSET, v);
     }
 
     /** Byte offset of {@code struct rdma_cm_id * listen_id}. */
     public static final long listen_id$OFFSET = 8L;
-    /** Reads {@code struct rdma_cm_id * listen_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct rdma_cm_id * listen_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment listen_id(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, listen_id$OFFSET);
     }
-    /** Writes {@code struct rdma_cm_id * listen_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct rdma_cm_id * listen_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void listen_id(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, listen_id$OFFSET, v);
     }
 
     /** Byte offset of {@code enum rdma_cm_event_type event}. */
     public static final long event$OFFSET = 16L;
-    /** Reads {@code enum rdma_cm_event_type event}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum rdma_cm_event_type event}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int event(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, event$OFFSET);
     }
-    /** Writes {@code enum rdma_cm_event_type event}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum rdma_cm_event_type event}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void event(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, event$OFFSET, v);
     }
 
     /** Byte offset of {@code int status}. */
     public static final long status$OFFSET = 20L;
-    /** Reads {@code int status}. @param s the struct @return the value */
+    /**
+     * Reads {@code int status}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int status(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, status$OFFSET);
     }
-    /** Writes {@code int status}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int status}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void status(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, status$OFFSET, v);
     }
 
     /** Byte offset of {@code union {...} param}. */
     public static final long param$OFFSET = 24L;
-    /** {@code union {...} param}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union {...} param}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment param(MemorySegment s) {
         return s.asSlice(param$OFFSET, 56L);
     }
@@ -91,21 +140,35 @@ public final class rdma_cm_event {
                 rdma_conn_param.LAYOUT.withName("conn"),
                 rdma_ud_param.LAYOUT.withName("ud"));
 
-        /** @return the C {@code sizeof}, in bytes */
+        /**
+         * The C {@code sizeof} of the struct.
+         *
+         * @return the size in bytes
+         */
         public static long sizeof() {
             return 56L;
         }
 
         /** Byte offset of {@code struct rdma_conn_param conn}. */
         public static final long conn$OFFSET = 0L;
-        /** {@code struct rdma_conn_param conn}, as a slice of {@code s}. @param s the struct @return the slice */
+        /**
+         * {@code struct rdma_conn_param conn}, as a slice of {@code s}.
+         *
+         * @param s the struct
+         * @return the slice
+         */
         public static MemorySegment conn(MemorySegment s) {
             return s.asSlice(conn$OFFSET, 24L);
         }
 
         /** Byte offset of {@code struct rdma_ud_param ud}. */
         public static final long ud$OFFSET = 0L;
-        /** {@code struct rdma_ud_param ud}, as a slice of {@code s}. @param s the struct @return the slice */
+        /**
+         * {@code struct rdma_ud_param ud}, as a slice of {@code s}.
+         *
+         * @param s the struct
+         * @return the slice
+         */
         public static MemorySegment ud(MemorySegment s) {
             return s.asSlice(ud$OFFSET, 56L);
         }

@@ -34,168 +34,317 @@ public final class rdma_cm_id {
             ValueLayout.JAVA_INT.withName("qp_type"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 416L;
     }
 
     /** Byte offset of {@code struct ibv_context * verbs}. */
     public static final long verbs$OFFSET = 0L;
-    /** Reads {@code struct ibv_context * verbs}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_context * verbs}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment verbs(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, verbs$OFFSET);
     }
-    /** Writes {@code struct ibv_context * verbs}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_context * verbs}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void verbs(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, verbs$OFFSET, v);
     }
 
     /** Byte offset of {@code struct rdma_event_channel * channel}. */
     public static final long channel$OFFSET = 8L;
-    /** Reads {@code struct rdma_event_channel * channel}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct rdma_event_channel * channel}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment channel(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, channel$OFFSET);
     }
-    /** Writes {@code struct rdma_event_channel * channel}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct rdma_event_channel * channel}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void channel(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, channel$OFFSET, v);
     }
 
     /** Byte offset of {@code void * context}. */
     public static final long context$OFFSET = 16L;
-    /** Reads {@code void * context}. @param s the struct @return the value */
+    /**
+     * Reads {@code void * context}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment context(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, context$OFFSET);
     }
-    /** Writes {@code void * context}. @param s the struct @param v the value */
+    /**
+     * Writes {@code void * context}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void context(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, context$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_qp * qp}. */
     public static final long qp$OFFSET = 24L;
-    /** Reads {@code struct ibv_qp * qp}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_qp * qp}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment qp(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, qp$OFFSET);
     }
-    /** Writes {@code struct ibv_qp * qp}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_qp * qp}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, qp$OFFSET, v);
     }
 
     /** Byte offset of {@code struct rdma_route route}. */
     public static final long route$OFFSET = 32L;
-    /** {@code struct rdma_route route}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct rdma_route route}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment route(MemorySegment s) {
         return s.asSlice(route$OFFSET, 312L);
     }
 
     /** Byte offset of {@code enum rdma_port_space ps}. */
     public static final long ps$OFFSET = 344L;
-    /** Reads {@code enum rdma_port_space ps}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum rdma_port_space ps}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int ps(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, ps$OFFSET);
     }
-    /** Writes {@code enum rdma_port_space ps}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum rdma_port_space ps}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void ps(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, ps$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t port_num}. */
     public static final long port_num$OFFSET = 348L;
-    /** Reads {@code uint8_t port_num}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t port_num}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte port_num(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, port_num$OFFSET);
     }
-    /** Writes {@code uint8_t port_num}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t port_num}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void port_num(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, port_num$OFFSET, v);
     }
 
     /** Byte offset of {@code struct rdma_cm_event * event}. */
     public static final long event$OFFSET = 352L;
-    /** Reads {@code struct rdma_cm_event * event}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct rdma_cm_event * event}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment event(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, event$OFFSET);
     }
-    /** Writes {@code struct rdma_cm_event * event}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct rdma_cm_event * event}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void event(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, event$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_comp_channel * send_cq_channel}. */
     public static final long send_cq_channel$OFFSET = 360L;
-    /** Reads {@code struct ibv_comp_channel * send_cq_channel}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_comp_channel * send_cq_channel}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment send_cq_channel(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, send_cq_channel$OFFSET);
     }
-    /** Writes {@code struct ibv_comp_channel * send_cq_channel}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_comp_channel * send_cq_channel}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void send_cq_channel(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, send_cq_channel$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_cq * send_cq}. */
     public static final long send_cq$OFFSET = 368L;
-    /** Reads {@code struct ibv_cq * send_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_cq * send_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment send_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, send_cq$OFFSET);
     }
-    /** Writes {@code struct ibv_cq * send_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_cq * send_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void send_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, send_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_comp_channel * recv_cq_channel}. */
     public static final long recv_cq_channel$OFFSET = 376L;
-    /** Reads {@code struct ibv_comp_channel * recv_cq_channel}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_comp_channel * recv_cq_channel}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment recv_cq_channel(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, recv_cq_channel$OFFSET);
     }
-    /** Writes {@code struct ibv_comp_channel * recv_cq_channel}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_comp_channel * recv_cq_channel}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void recv_cq_channel(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, recv_cq_channel$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_cq * recv_cq}. */
     public static final long recv_cq$OFFSET = 384L;
-    /** Reads {@code struct ibv_cq * recv_cq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_cq * recv_cq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment recv_cq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, recv_cq$OFFSET);
     }
-    /** Writes {@code struct ibv_cq * recv_cq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_cq * recv_cq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void recv_cq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, recv_cq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_srq * srq}. */
     public static final long srq$OFFSET = 392L;
-    /** Reads {@code struct ibv_srq * srq}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_srq * srq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment srq(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, srq$OFFSET);
     }
-    /** Writes {@code struct ibv_srq * srq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_srq * srq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void srq(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, srq$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_pd * pd}. */
     public static final long pd$OFFSET = 400L;
-    /** Reads {@code struct ibv_pd * pd}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment pd(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, pd$OFFSET);
     }
-    /** Writes {@code struct ibv_pd * pd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_pd * pd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pd(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, pd$OFFSET, v);
     }
 
     /** Byte offset of {@code enum ibv_qp_type qp_type}. */
     public static final long qp_type$OFFSET = 408L;
-    /** Reads {@code enum ibv_qp_type qp_type}. @param s the struct @return the value */
+    /**
+     * Reads {@code enum ibv_qp_type qp_type}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qp_type(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qp_type$OFFSET);
     }
-    /** Writes {@code enum ibv_qp_type qp_type}. @param s the struct @param v the value */
+    /**
+     * Writes {@code enum ibv_qp_type qp_type}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_type(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qp_type$OFFSET, v);
     }

@@ -20,40 +20,74 @@ public final class rdma_cm_join_mc_attr_ex {
             ValueLayout.JAVA_INT.withName("join_flags"),
             ValueLayout.ADDRESS.withName("addr"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code uint32_t comp_mask}. */
     public static final long comp_mask$OFFSET = 0L;
-    /** Reads {@code uint32_t comp_mask}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int comp_mask(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, comp_mask$OFFSET);
     }
-    /** Writes {@code uint32_t comp_mask}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t comp_mask}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void comp_mask(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, comp_mask$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t join_flags}. */
     public static final long join_flags$OFFSET = 4L;
-    /** Reads {@code uint32_t join_flags}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t join_flags}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int join_flags(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, join_flags$OFFSET);
     }
-    /** Writes {@code uint32_t join_flags}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t join_flags}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void join_flags(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, join_flags$OFFSET, v);
     }
 
     /** Byte offset of {@code struct sockaddr * addr}. */
     public static final long addr$OFFSET = 8L;
-    /** Reads {@code struct sockaddr * addr}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct sockaddr * addr}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment addr(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, addr$OFFSET);
     }
-    /** Writes {@code struct sockaddr * addr}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct sockaddr * addr}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void addr(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, addr$OFFSET, v);
     }

@@ -13,70 +13,123 @@ public final class rdma_cma_h {
     private rdma_cma_h() {}
 
     // enum rdma_cm_event_type (rdma/rdma_cma.h)
+    /** {@code RDMA_CM_EVENT_ADDR_RESOLVED}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_ADDR_RESOLVED = 0;
+    /** {@code RDMA_CM_EVENT_ADDR_ERROR}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_ADDR_ERROR = 1;
+    /** {@code RDMA_CM_EVENT_ROUTE_RESOLVED}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_ROUTE_RESOLVED = 2;
+    /** {@code RDMA_CM_EVENT_ROUTE_ERROR}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_ROUTE_ERROR = 3;
+    /** {@code RDMA_CM_EVENT_CONNECT_REQUEST}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_CONNECT_REQUEST = 4;
+    /** {@code RDMA_CM_EVENT_CONNECT_RESPONSE}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_CONNECT_RESPONSE = 5;
+    /** {@code RDMA_CM_EVENT_CONNECT_ERROR}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_CONNECT_ERROR = 6;
+    /** {@code RDMA_CM_EVENT_UNREACHABLE}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_UNREACHABLE = 7;
+    /** {@code RDMA_CM_EVENT_REJECTED}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_REJECTED = 8;
+    /** {@code RDMA_CM_EVENT_ESTABLISHED}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_ESTABLISHED = 9;
+    /** {@code RDMA_CM_EVENT_DISCONNECTED}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_DISCONNECTED = 10;
+    /** {@code RDMA_CM_EVENT_DEVICE_REMOVAL}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_DEVICE_REMOVAL = 11;
+    /** {@code RDMA_CM_EVENT_MULTICAST_JOIN}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_MULTICAST_JOIN = 12;
+    /** {@code RDMA_CM_EVENT_MULTICAST_ERROR}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_MULTICAST_ERROR = 13;
+    /** {@code RDMA_CM_EVENT_ADDR_CHANGE}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_ADDR_CHANGE = 14;
+    /** {@code RDMA_CM_EVENT_TIMEWAIT_EXIT}, from enum rdma_cm_event_type. */
     public static final int RDMA_CM_EVENT_TIMEWAIT_EXIT = 15;
 
     // enum rdma_port_space (rdma/rdma_cma.h)
+    /** {@code RDMA_PS_IPOIB}, from enum rdma_port_space. */
     public static final int RDMA_PS_IPOIB = 2;
+    /** {@code RDMA_PS_TCP}, from enum rdma_port_space. */
     public static final int RDMA_PS_TCP = 262;
+    /** {@code RDMA_PS_UDP}, from enum rdma_port_space. */
     public static final int RDMA_PS_UDP = 273;
+    /** {@code RDMA_PS_IB}, from enum rdma_port_space. */
     public static final int RDMA_PS_IB = 319;
 
     // enum (rdma/rdma_cma.h)
+    /** {@code RDMA_MAX_RESP_RES}, from enum. */
     public static final int RDMA_MAX_RESP_RES = 255;
+    /** {@code RDMA_MAX_INIT_DEPTH}, from enum. */
     public static final int RDMA_MAX_INIT_DEPTH = 255;
 
     // enum rdma_cm_join_mc_attr_mask (rdma/rdma_cma.h)
+    /** {@code RDMA_CM_JOIN_MC_ATTR_ADDRESS}, from enum rdma_cm_join_mc_attr_mask. */
     public static final int RDMA_CM_JOIN_MC_ATTR_ADDRESS = 1;
+    /** {@code RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS}, from enum rdma_cm_join_mc_attr_mask. */
     public static final int RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS = 2;
+    /** {@code RDMA_CM_JOIN_MC_ATTR_RESERVED}, from enum rdma_cm_join_mc_attr_mask. */
     public static final int RDMA_CM_JOIN_MC_ATTR_RESERVED = 4;
 
     // enum rdma_cm_mc_join_flags (rdma/rdma_cma.h)
+    /** {@code RDMA_MC_JOIN_FLAG_FULLMEMBER}, from enum rdma_cm_mc_join_flags. */
     public static final int RDMA_MC_JOIN_FLAG_FULLMEMBER = 0;
+    /** {@code RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER}, from enum rdma_cm_mc_join_flags. */
     public static final int RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER = 1;
+    /** {@code RDMA_MC_JOIN_FLAG_RESERVED}, from enum rdma_cm_mc_join_flags. */
     public static final int RDMA_MC_JOIN_FLAG_RESERVED = 2;
 
     // enum (rdma/rdma_cma.h)
+    /** {@code RDMA_OPTION_ID}, from enum. */
     public static final int RDMA_OPTION_ID = 0;
+    /** {@code RDMA_OPTION_IB}, from enum. */
     public static final int RDMA_OPTION_IB = 1;
+    /** {@code RDMA_OPTION_ID_TOS}, from enum. */
     public static final int RDMA_OPTION_ID_TOS = 0;
+    /** {@code RDMA_OPTION_ID_REUSEADDR}, from enum. */
     public static final int RDMA_OPTION_ID_REUSEADDR = 1;
+    /** {@code RDMA_OPTION_ID_AFONLY}, from enum. */
     public static final int RDMA_OPTION_ID_AFONLY = 2;
+    /** {@code RDMA_OPTION_ID_ACK_TIMEOUT}, from enum. */
     public static final int RDMA_OPTION_ID_ACK_TIMEOUT = 3;
+    /** {@code RDMA_OPTION_IB_PATH}, from enum. */
     public static final int RDMA_OPTION_IB_PATH = 1;
 
     // #define (infiniband/sa.h)
+    /** {@code IBV_PATH_RECORD_REVERSIBLE}, from #define. */
     public static final int IBV_PATH_RECORD_REVERSIBLE = 128;
+    /** {@code IBV_PATH_FLAG_GMP}, from #define. */
     public static final int IBV_PATH_FLAG_GMP = 1;
+    /** {@code IBV_PATH_FLAG_PRIMARY}, from #define. */
     public static final int IBV_PATH_FLAG_PRIMARY = 2;
+    /** {@code IBV_PATH_FLAG_ALTERNATE}, from #define. */
     public static final int IBV_PATH_FLAG_ALTERNATE = 4;
+    /** {@code IBV_PATH_FLAG_OUTBOUND}, from #define. */
     public static final int IBV_PATH_FLAG_OUTBOUND = 8;
+    /** {@code IBV_PATH_FLAG_INBOUND}, from #define. */
     public static final int IBV_PATH_FLAG_INBOUND = 16;
+    /** {@code IBV_PATH_FLAG_INBOUND_REVERSE}, from #define. */
     public static final int IBV_PATH_FLAG_INBOUND_REVERSE = 32;
+    /** {@code IBV_PATH_FLAG_BIDIRECTIONAL}, from #define. */
     public static final int IBV_PATH_FLAG_BIDIRECTIONAL = 40;
+    /** {@code RDMA_IB_IP_PS_MASK}, from #define. */
     public static final long RDMA_IB_IP_PS_MASK = 0xFFFFFFFFFFFF0000L;
+    /** {@code RDMA_IB_IP_PORT_MASK}, from #define. */
     public static final long RDMA_IB_IP_PORT_MASK = 65535L;
+    /** {@code RDMA_IB_IP_PS_TCP}, from #define. */
     public static final long RDMA_IB_IP_PS_TCP = 17170432L;
+    /** {@code RDMA_IB_IP_PS_UDP}, from #define. */
     public static final long RDMA_IB_IP_PS_UDP = 17891328L;
+    /** {@code RDMA_IB_PS_IB}, from #define. */
     public static final long RDMA_IB_PS_IB = 20905984L;
+    /** {@code RDMA_UDP_QKEY}, from #define. */
     public static final int RDMA_UDP_QKEY = 19088743;
+    /** {@code RAI_PASSIVE}, from #define. */
     public static final int RAI_PASSIVE = 1;
+    /** {@code RAI_NUMERICHOST}, from #define. */
     public static final int RAI_NUMERICHOST = 2;
+    /** {@code RAI_NOROUTE}, from #define. */
     public static final int RAI_NOROUTE = 4;
+    /** {@code RAI_FAMILY}, from #define. */
     public static final int RAI_FAMILY = 8;
 
     private static final class rdma_create_event_channel$Holder {
@@ -97,12 +150,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code struct rdma_event_channel *rdma_create_event_channel(void)}: its C descriptor. */
+    /**
+     * {@code struct rdma_event_channel *rdma_create_event_channel(void)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_create_event_channel$descriptor() {
         return rdma_create_event_channel$Holder.DESC;
     }
 
-    /** {@code struct rdma_event_channel *rdma_create_event_channel(void)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct rdma_event_channel *rdma_create_event_channel(void)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_create_event_channel$handle() {
         MethodHandle h$ = rdma_create_event_channel$Holder.HANDLE;
         if (h$ == null) {
@@ -111,7 +173,12 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code struct rdma_event_channel *rdma_create_event_channel(void)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct rdma_event_channel *rdma_create_event_channel(void)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment rdma_create_event_channel() {
         MethodHandle h$ = rdma_create_event_channel$Holder.HANDLE;
         if (h$ == null) {
@@ -144,12 +211,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code void rdma_destroy_event_channel(struct rdma_event_channel *channel)}: its C descriptor. */
+    /**
+     * {@code void rdma_destroy_event_channel(struct rdma_event_channel *channel)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_destroy_event_channel$descriptor() {
         return rdma_destroy_event_channel$Holder.DESC;
     }
 
-    /** {@code void rdma_destroy_event_channel(struct rdma_event_channel *channel)}: its downcall handle. */
+    /**
+     * {@code void rdma_destroy_event_channel(struct rdma_event_channel *channel)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_destroy_event_channel$handle() {
         MethodHandle h$ = rdma_destroy_event_channel$Holder.HANDLE;
         if (h$ == null) {
@@ -158,7 +234,12 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code void rdma_destroy_event_channel(struct rdma_event_channel *channel)}. */
+    /**
+     * {@code void rdma_destroy_event_channel(struct rdma_event_channel *channel)}.
+     *
+     * @param channel {@code struct rdma_event_channel *}
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static void rdma_destroy_event_channel(MemorySegment channel) {
         MethodHandle h$ = rdma_destroy_event_channel$Holder.HANDLE;
         if (h$ == null) {
@@ -191,12 +272,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context, enum rdma_port_space ps)}: its C descriptor. */
+    /**
+     * {@code int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context, enum rdma_port_space ps)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_create_id$descriptor() {
         return rdma_create_id$Holder.DESC;
     }
 
-    /** {@code int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context, enum rdma_port_space ps)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context, enum rdma_port_space ps)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_create_id$handle() {
         MethodHandle h$ = rdma_create_id$Holder.HANDLE;
         if (h$ == null) {
@@ -205,7 +295,16 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context, enum rdma_port_space ps)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context, enum rdma_port_space ps)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param channel {@code struct rdma_event_channel *}
+     * @param id {@code struct rdma_cm_id **}
+     * @param context {@code void *}
+     * @param ps {@code enum rdma_port_space}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_create_id(MemorySegment channel, MemorySegment id, MemorySegment context, int ps) {
         MethodHandle h$ = rdma_create_id$Holder.HANDLE;
         if (h$ == null) {
@@ -238,12 +337,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}: its C descriptor. */
+    /**
+     * {@code int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_create_ep$descriptor() {
         return rdma_create_ep$Holder.DESC;
     }
 
-    /** {@code int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_create_ep$handle() {
         MethodHandle h$ = rdma_create_ep$Holder.HANDLE;
         if (h$ == null) {
@@ -252,7 +360,16 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id **}
+     * @param res {@code struct rdma_addrinfo *}
+     * @param pd {@code struct ibv_pd *}
+     * @param qp_init_attr {@code struct ibv_qp_init_attr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_create_ep(MemorySegment id, MemorySegment res, MemorySegment pd, MemorySegment qp_init_attr) {
         MethodHandle h$ = rdma_create_ep$Holder.HANDLE;
         if (h$ == null) {
@@ -285,12 +402,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code void rdma_destroy_ep(struct rdma_cm_id *id)}: its C descriptor. */
+    /**
+     * {@code void rdma_destroy_ep(struct rdma_cm_id *id)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_destroy_ep$descriptor() {
         return rdma_destroy_ep$Holder.DESC;
     }
 
-    /** {@code void rdma_destroy_ep(struct rdma_cm_id *id)}: its downcall handle. */
+    /**
+     * {@code void rdma_destroy_ep(struct rdma_cm_id *id)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_destroy_ep$handle() {
         MethodHandle h$ = rdma_destroy_ep$Holder.HANDLE;
         if (h$ == null) {
@@ -299,7 +425,12 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code void rdma_destroy_ep(struct rdma_cm_id *id)}. */
+    /**
+     * {@code void rdma_destroy_ep(struct rdma_cm_id *id)}.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static void rdma_destroy_ep(MemorySegment id) {
         MethodHandle h$ = rdma_destroy_ep$Holder.HANDLE;
         if (h$ == null) {
@@ -332,12 +463,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_destroy_id(struct rdma_cm_id *id)}: its C descriptor. */
+    /**
+     * {@code int rdma_destroy_id(struct rdma_cm_id *id)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_destroy_id$descriptor() {
         return rdma_destroy_id$Holder.DESC;
     }
 
-    /** {@code int rdma_destroy_id(struct rdma_cm_id *id)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_destroy_id(struct rdma_cm_id *id)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_destroy_id$handle() {
         MethodHandle h$ = rdma_destroy_id$Holder.HANDLE;
         if (h$ == null) {
@@ -346,7 +486,13 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_destroy_id(struct rdma_cm_id *id)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_destroy_id(struct rdma_cm_id *id)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_destroy_id(MemorySegment id) {
         MethodHandle h$ = rdma_destroy_id$Holder.HANDLE;
         if (h$ == null) {
@@ -379,12 +525,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)}: its C descriptor. */
+    /**
+     * {@code int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_bind_addr$descriptor() {
         return rdma_bind_addr$Holder.DESC;
     }
 
-    /** {@code int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_bind_addr$handle() {
         MethodHandle h$ = rdma_bind_addr$Holder.HANDLE;
         if (h$ == null) {
@@ -393,7 +548,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param addr {@code struct sockaddr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_bind_addr(MemorySegment id, MemorySegment addr) {
         MethodHandle h$ = rdma_bind_addr$Holder.HANDLE;
         if (h$ == null) {
@@ -426,12 +588,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr, int timeout_ms)}: its C descriptor. */
+    /**
+     * {@code int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr, int timeout_ms)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_resolve_addr$descriptor() {
         return rdma_resolve_addr$Holder.DESC;
     }
 
-    /** {@code int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr, int timeout_ms)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr, int timeout_ms)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_resolve_addr$handle() {
         MethodHandle h$ = rdma_resolve_addr$Holder.HANDLE;
         if (h$ == null) {
@@ -440,7 +611,16 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr, int timeout_ms)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr, int timeout_ms)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param src_addr {@code struct sockaddr *}
+     * @param dst_addr {@code struct sockaddr *}
+     * @param timeout_ms {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_resolve_addr(MemorySegment id, MemorySegment src_addr, MemorySegment dst_addr, int timeout_ms) {
         MethodHandle h$ = rdma_resolve_addr$Holder.HANDLE;
         if (h$ == null) {
@@ -473,12 +653,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)}: its C descriptor. */
+    /**
+     * {@code int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_resolve_route$descriptor() {
         return rdma_resolve_route$Holder.DESC;
     }
 
-    /** {@code int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_resolve_route$handle() {
         MethodHandle h$ = rdma_resolve_route$Holder.HANDLE;
         if (h$ == null) {
@@ -487,7 +676,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param timeout_ms {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_resolve_route(MemorySegment id, int timeout_ms) {
         MethodHandle h$ = rdma_resolve_route$Holder.HANDLE;
         if (h$ == null) {
@@ -520,12 +716,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}: its C descriptor. */
+    /**
+     * {@code int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_create_qp$descriptor() {
         return rdma_create_qp$Holder.DESC;
     }
 
-    /** {@code int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_create_qp$handle() {
         MethodHandle h$ = rdma_create_qp$Holder.HANDLE;
         if (h$ == null) {
@@ -534,7 +739,15 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param pd {@code struct ibv_pd *}
+     * @param qp_init_attr {@code struct ibv_qp_init_attr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_create_qp(MemorySegment id, MemorySegment pd, MemorySegment qp_init_attr) {
         MethodHandle h$ = rdma_create_qp$Holder.HANDLE;
         if (h$ == null) {
@@ -567,12 +780,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)}: its C descriptor. */
+    /**
+     * {@code int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_create_qp_ex$descriptor() {
         return rdma_create_qp_ex$Holder.DESC;
     }
 
-    /** {@code int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_create_qp_ex$handle() {
         MethodHandle h$ = rdma_create_qp_ex$Holder.HANDLE;
         if (h$ == null) {
@@ -581,7 +803,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *qp_init_attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param qp_init_attr {@code struct ibv_qp_init_attr_ex *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_create_qp_ex(MemorySegment id, MemorySegment qp_init_attr) {
         MethodHandle h$ = rdma_create_qp_ex$Holder.HANDLE;
         if (h$ == null) {
@@ -614,12 +843,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code void rdma_destroy_qp(struct rdma_cm_id *id)}: its C descriptor. */
+    /**
+     * {@code void rdma_destroy_qp(struct rdma_cm_id *id)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_destroy_qp$descriptor() {
         return rdma_destroy_qp$Holder.DESC;
     }
 
-    /** {@code void rdma_destroy_qp(struct rdma_cm_id *id)}: its downcall handle. */
+    /**
+     * {@code void rdma_destroy_qp(struct rdma_cm_id *id)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_destroy_qp$handle() {
         MethodHandle h$ = rdma_destroy_qp$Holder.HANDLE;
         if (h$ == null) {
@@ -628,7 +866,12 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code void rdma_destroy_qp(struct rdma_cm_id *id)}. */
+    /**
+     * {@code void rdma_destroy_qp(struct rdma_cm_id *id)}.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static void rdma_destroy_qp(MemorySegment id) {
         MethodHandle h$ = rdma_destroy_qp$Holder.HANDLE;
         if (h$ == null) {
@@ -661,12 +904,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)}: its C descriptor. */
+    /**
+     * {@code int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_connect$descriptor() {
         return rdma_connect$Holder.DESC;
     }
 
-    /** {@code int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_connect$handle() {
         MethodHandle h$ = rdma_connect$Holder.HANDLE;
         if (h$ == null) {
@@ -675,7 +927,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param conn_param {@code struct rdma_conn_param *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_connect(MemorySegment id, MemorySegment conn_param) {
         MethodHandle h$ = rdma_connect$Holder.HANDLE;
         if (h$ == null) {
@@ -708,12 +967,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_establish(struct rdma_cm_id *id)}: its C descriptor. */
+    /**
+     * {@code int rdma_establish(struct rdma_cm_id *id)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_establish$descriptor() {
         return rdma_establish$Holder.DESC;
     }
 
-    /** {@code int rdma_establish(struct rdma_cm_id *id)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_establish(struct rdma_cm_id *id)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_establish$handle() {
         MethodHandle h$ = rdma_establish$Holder.HANDLE;
         if (h$ == null) {
@@ -722,7 +990,13 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_establish(struct rdma_cm_id *id)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_establish(struct rdma_cm_id *id)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_establish(MemorySegment id) {
         MethodHandle h$ = rdma_establish$Holder.HANDLE;
         if (h$ == null) {
@@ -755,12 +1029,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_listen(struct rdma_cm_id *id, int backlog)}: its C descriptor. */
+    /**
+     * {@code int rdma_listen(struct rdma_cm_id *id, int backlog)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_listen$descriptor() {
         return rdma_listen$Holder.DESC;
     }
 
-    /** {@code int rdma_listen(struct rdma_cm_id *id, int backlog)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_listen(struct rdma_cm_id *id, int backlog)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_listen$handle() {
         MethodHandle h$ = rdma_listen$Holder.HANDLE;
         if (h$ == null) {
@@ -769,7 +1052,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_listen(struct rdma_cm_id *id, int backlog)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_listen(struct rdma_cm_id *id, int backlog)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param backlog {@code int}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_listen(MemorySegment id, int backlog) {
         MethodHandle h$ = rdma_listen$Holder.HANDLE;
         if (h$ == null) {
@@ -802,12 +1092,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)}: its C descriptor. */
+    /**
+     * {@code int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_get_request$descriptor() {
         return rdma_get_request$Holder.DESC;
     }
 
-    /** {@code int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_get_request$handle() {
         MethodHandle h$ = rdma_get_request$Holder.HANDLE;
         if (h$ == null) {
@@ -816,7 +1115,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param listen {@code struct rdma_cm_id *}
+     * @param id {@code struct rdma_cm_id **}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_get_request(MemorySegment listen, MemorySegment id) {
         MethodHandle h$ = rdma_get_request$Holder.HANDLE;
         if (h$ == null) {
@@ -849,12 +1155,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)}: its C descriptor. */
+    /**
+     * {@code int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_accept$descriptor() {
         return rdma_accept$Holder.DESC;
     }
 
-    /** {@code int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_accept$handle() {
         MethodHandle h$ = rdma_accept$Holder.HANDLE;
         if (h$ == null) {
@@ -863,7 +1178,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param conn_param {@code struct rdma_conn_param *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_accept(MemorySegment id, MemorySegment conn_param) {
         MethodHandle h$ = rdma_accept$Holder.HANDLE;
         if (h$ == null) {
@@ -896,12 +1218,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)}: its C descriptor. */
+    /**
+     * {@code int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_reject$descriptor() {
         return rdma_reject$Holder.DESC;
     }
 
-    /** {@code int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_reject$handle() {
         MethodHandle h$ = rdma_reject$Holder.HANDLE;
         if (h$ == null) {
@@ -910,7 +1241,15 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param private_data {@code const void *}
+     * @param private_data_len {@code uint8_t}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_reject(MemorySegment id, MemorySegment private_data, byte private_data_len) {
         MethodHandle h$ = rdma_reject$Holder.HANDLE;
         if (h$ == null) {
@@ -943,12 +1282,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)}: its C descriptor. */
+    /**
+     * {@code int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_reject_ece$descriptor() {
         return rdma_reject_ece$Holder.DESC;
     }
 
-    /** {@code int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_reject_ece$handle() {
         MethodHandle h$ = rdma_reject_ece$Holder.HANDLE;
         if (h$ == null) {
@@ -957,7 +1305,15 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param private_data {@code const void *}
+     * @param private_data_len {@code uint8_t}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_reject_ece(MemorySegment id, MemorySegment private_data, byte private_data_len) {
         MethodHandle h$ = rdma_reject_ece$Holder.HANDLE;
         if (h$ == null) {
@@ -990,12 +1346,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)}: its C descriptor. */
+    /**
+     * {@code int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_notify$descriptor() {
         return rdma_notify$Holder.DESC;
     }
 
-    /** {@code int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_notify$handle() {
         MethodHandle h$ = rdma_notify$Holder.HANDLE;
         if (h$ == null) {
@@ -1004,7 +1369,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param event {@code enum ibv_event_type}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_notify(MemorySegment id, int event) {
         MethodHandle h$ = rdma_notify$Holder.HANDLE;
         if (h$ == null) {
@@ -1037,12 +1409,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_disconnect(struct rdma_cm_id *id)}: its C descriptor. */
+    /**
+     * {@code int rdma_disconnect(struct rdma_cm_id *id)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_disconnect$descriptor() {
         return rdma_disconnect$Holder.DESC;
     }
 
-    /** {@code int rdma_disconnect(struct rdma_cm_id *id)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_disconnect(struct rdma_cm_id *id)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_disconnect$handle() {
         MethodHandle h$ = rdma_disconnect$Holder.HANDLE;
         if (h$ == null) {
@@ -1051,7 +1432,13 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_disconnect(struct rdma_cm_id *id)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_disconnect(struct rdma_cm_id *id)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_disconnect(MemorySegment id) {
         MethodHandle h$ = rdma_disconnect$Holder.HANDLE;
         if (h$ == null) {
@@ -1084,12 +1471,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)}: its C descriptor. */
+    /**
+     * {@code int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_join_multicast$descriptor() {
         return rdma_join_multicast$Holder.DESC;
     }
 
-    /** {@code int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_join_multicast$handle() {
         MethodHandle h$ = rdma_join_multicast$Holder.HANDLE;
         if (h$ == null) {
@@ -1098,7 +1494,15 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param addr {@code struct sockaddr *}
+     * @param context {@code void *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_join_multicast(MemorySegment id, MemorySegment addr, MemorySegment context) {
         MethodHandle h$ = rdma_join_multicast$Holder.HANDLE;
         if (h$ == null) {
@@ -1131,12 +1535,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)}: its C descriptor. */
+    /**
+     * {@code int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_leave_multicast$descriptor() {
         return rdma_leave_multicast$Holder.DESC;
     }
 
-    /** {@code int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_leave_multicast$handle() {
         MethodHandle h$ = rdma_leave_multicast$Holder.HANDLE;
         if (h$ == null) {
@@ -1145,7 +1558,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param addr {@code struct sockaddr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_leave_multicast(MemorySegment id, MemorySegment addr) {
         MethodHandle h$ = rdma_leave_multicast$Holder.HANDLE;
         if (h$ == null) {
@@ -1178,12 +1598,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr, void *context)}: its C descriptor. */
+    /**
+     * {@code int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr, void *context)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_join_multicast_ex$descriptor() {
         return rdma_join_multicast_ex$Holder.DESC;
     }
 
-    /** {@code int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr, void *context)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr, void *context)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_join_multicast_ex$handle() {
         MethodHandle h$ = rdma_join_multicast_ex$Holder.HANDLE;
         if (h$ == null) {
@@ -1192,7 +1621,15 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr, void *context)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_join_attr, void *context)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param mc_join_attr {@code struct rdma_cm_join_mc_attr_ex *}
+     * @param context {@code void *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_join_multicast_ex(MemorySegment id, MemorySegment mc_join_attr, MemorySegment context) {
         MethodHandle h$ = rdma_join_multicast_ex$Holder.HANDLE;
         if (h$ == null) {
@@ -1225,12 +1662,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)}: its C descriptor. */
+    /**
+     * {@code int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_get_cm_event$descriptor() {
         return rdma_get_cm_event$Holder.DESC;
     }
 
-    /** {@code int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_get_cm_event$handle() {
         MethodHandle h$ = rdma_get_cm_event$Holder.HANDLE;
         if (h$ == null) {
@@ -1239,7 +1685,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param channel {@code struct rdma_event_channel *}
+     * @param event {@code struct rdma_cm_event **}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_get_cm_event(MemorySegment channel, MemorySegment event) {
         MethodHandle h$ = rdma_get_cm_event$Holder.HANDLE;
         if (h$ == null) {
@@ -1272,12 +1725,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_ack_cm_event(struct rdma_cm_event *event)}: its C descriptor. */
+    /**
+     * {@code int rdma_ack_cm_event(struct rdma_cm_event *event)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_ack_cm_event$descriptor() {
         return rdma_ack_cm_event$Holder.DESC;
     }
 
-    /** {@code int rdma_ack_cm_event(struct rdma_cm_event *event)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_ack_cm_event(struct rdma_cm_event *event)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_ack_cm_event$handle() {
         MethodHandle h$ = rdma_ack_cm_event$Holder.HANDLE;
         if (h$ == null) {
@@ -1286,7 +1748,13 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_ack_cm_event(struct rdma_cm_event *event)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_ack_cm_event(struct rdma_cm_event *event)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param event {@code struct rdma_cm_event *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_ack_cm_event(MemorySegment event) {
         MethodHandle h$ = rdma_ack_cm_event$Holder.HANDLE;
         if (h$ == null) {
@@ -1319,12 +1787,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code __be16 rdma_get_src_port(struct rdma_cm_id *id)}: its C descriptor. */
+    /**
+     * {@code __be16 rdma_get_src_port(struct rdma_cm_id *id)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_get_src_port$descriptor() {
         return rdma_get_src_port$Holder.DESC;
     }
 
-    /** {@code __be16 rdma_get_src_port(struct rdma_cm_id *id)}: its downcall handle. */
+    /**
+     * {@code __be16 rdma_get_src_port(struct rdma_cm_id *id)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_get_src_port$handle() {
         MethodHandle h$ = rdma_get_src_port$Holder.HANDLE;
         if (h$ == null) {
@@ -1333,7 +1810,13 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code __be16 rdma_get_src_port(struct rdma_cm_id *id)}. */
+    /**
+     * {@code __be16 rdma_get_src_port(struct rdma_cm_id *id)}.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static short rdma_get_src_port(MemorySegment id) {
         MethodHandle h$ = rdma_get_src_port$Holder.HANDLE;
         if (h$ == null) {
@@ -1366,12 +1849,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code __be16 rdma_get_dst_port(struct rdma_cm_id *id)}: its C descriptor. */
+    /**
+     * {@code __be16 rdma_get_dst_port(struct rdma_cm_id *id)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_get_dst_port$descriptor() {
         return rdma_get_dst_port$Holder.DESC;
     }
 
-    /** {@code __be16 rdma_get_dst_port(struct rdma_cm_id *id)}: its downcall handle. */
+    /**
+     * {@code __be16 rdma_get_dst_port(struct rdma_cm_id *id)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_get_dst_port$handle() {
         MethodHandle h$ = rdma_get_dst_port$Holder.HANDLE;
         if (h$ == null) {
@@ -1380,7 +1872,13 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code __be16 rdma_get_dst_port(struct rdma_cm_id *id)}. */
+    /**
+     * {@code __be16 rdma_get_dst_port(struct rdma_cm_id *id)}.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static short rdma_get_dst_port(MemorySegment id) {
         MethodHandle h$ = rdma_get_dst_port$Holder.HANDLE;
         if (h$ == null) {
@@ -1413,12 +1911,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code struct ibv_context **rdma_get_devices(int *num_devices)}: its C descriptor. */
+    /**
+     * {@code struct ibv_context **rdma_get_devices(int *num_devices)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_get_devices$descriptor() {
         return rdma_get_devices$Holder.DESC;
     }
 
-    /** {@code struct ibv_context **rdma_get_devices(int *num_devices)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code struct ibv_context **rdma_get_devices(int *num_devices)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_get_devices$handle() {
         MethodHandle h$ = rdma_get_devices$Holder.HANDLE;
         if (h$ == null) {
@@ -1427,7 +1934,13 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code struct ibv_context **rdma_get_devices(int *num_devices)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code struct ibv_context **rdma_get_devices(int *num_devices)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param num_devices {@code int *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment rdma_get_devices(MemorySegment num_devices) {
         MethodHandle h$ = rdma_get_devices$Holder.HANDLE;
         if (h$ == null) {
@@ -1460,12 +1973,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code void rdma_free_devices(struct ibv_context **list)}: its C descriptor. */
+    /**
+     * {@code void rdma_free_devices(struct ibv_context **list)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_free_devices$descriptor() {
         return rdma_free_devices$Holder.DESC;
     }
 
-    /** {@code void rdma_free_devices(struct ibv_context **list)}: its downcall handle. */
+    /**
+     * {@code void rdma_free_devices(struct ibv_context **list)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_free_devices$handle() {
         MethodHandle h$ = rdma_free_devices$Holder.HANDLE;
         if (h$ == null) {
@@ -1474,7 +1996,12 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code void rdma_free_devices(struct ibv_context **list)}. */
+    /**
+     * {@code void rdma_free_devices(struct ibv_context **list)}.
+     *
+     * @param list {@code struct ibv_context **}
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static void rdma_free_devices(MemorySegment list) {
         MethodHandle h$ = rdma_free_devices$Holder.HANDLE;
         if (h$ == null) {
@@ -1507,12 +2034,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code const char *rdma_event_str(enum rdma_cm_event_type event)}: its C descriptor. */
+    /**
+     * {@code const char *rdma_event_str(enum rdma_cm_event_type event)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_event_str$descriptor() {
         return rdma_event_str$Holder.DESC;
     }
 
-    /** {@code const char *rdma_event_str(enum rdma_cm_event_type event)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code const char *rdma_event_str(enum rdma_cm_event_type event)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_event_str$handle() {
         MethodHandle h$ = rdma_event_str$Holder.HANDLE;
         if (h$ == null) {
@@ -1521,7 +2057,13 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code const char *rdma_event_str(enum rdma_cm_event_type event)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code const char *rdma_event_str(enum rdma_cm_event_type event)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param event {@code enum rdma_cm_event_type}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MemorySegment rdma_event_str(int event) {
         MethodHandle h$ = rdma_event_str$Holder.HANDLE;
         if (h$ == null) {
@@ -1554,12 +2096,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)}: its C descriptor. */
+    /**
+     * {@code int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_set_option$descriptor() {
         return rdma_set_option$Holder.DESC;
     }
 
-    /** {@code int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_set_option$handle() {
         MethodHandle h$ = rdma_set_option$Holder.HANDLE;
         if (h$ == null) {
@@ -1568,7 +2119,17 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param level {@code int}
+     * @param optname {@code int}
+     * @param optval {@code void *}
+     * @param optlen {@code size_t}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_set_option(MemorySegment id, int level, int optname, MemorySegment optval, long optlen) {
         MethodHandle h$ = rdma_set_option$Holder.HANDLE;
         if (h$ == null) {
@@ -1601,12 +2162,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)}: its C descriptor. */
+    /**
+     * {@code int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_migrate_id$descriptor() {
         return rdma_migrate_id$Holder.DESC;
     }
 
-    /** {@code int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_migrate_id$handle() {
         MethodHandle h$ = rdma_migrate_id$Holder.HANDLE;
         if (h$ == null) {
@@ -1615,7 +2185,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param channel {@code struct rdma_event_channel *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_migrate_id(MemorySegment id, MemorySegment channel) {
         MethodHandle h$ = rdma_migrate_id$Holder.HANDLE;
         if (h$ == null) {
@@ -1648,12 +2225,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)}: its C descriptor. */
+    /**
+     * {@code int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_getaddrinfo$descriptor() {
         return rdma_getaddrinfo$Holder.DESC;
     }
 
-    /** {@code int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_getaddrinfo$handle() {
         MethodHandle h$ = rdma_getaddrinfo$Holder.HANDLE;
         if (h$ == null) {
@@ -1662,7 +2248,16 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param node {@code const char *}
+     * @param service {@code const char *}
+     * @param hints {@code const struct rdma_addrinfo *}
+     * @param res {@code struct rdma_addrinfo **}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_getaddrinfo(MemorySegment node, MemorySegment service, MemorySegment hints, MemorySegment res) {
         MethodHandle h$ = rdma_getaddrinfo$Holder.HANDLE;
         if (h$ == null) {
@@ -1695,12 +2290,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code void rdma_freeaddrinfo(struct rdma_addrinfo *res)}: its C descriptor. */
+    /**
+     * {@code void rdma_freeaddrinfo(struct rdma_addrinfo *res)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_freeaddrinfo$descriptor() {
         return rdma_freeaddrinfo$Holder.DESC;
     }
 
-    /** {@code void rdma_freeaddrinfo(struct rdma_addrinfo *res)}: its downcall handle. */
+    /**
+     * {@code void rdma_freeaddrinfo(struct rdma_addrinfo *res)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_freeaddrinfo$handle() {
         MethodHandle h$ = rdma_freeaddrinfo$Holder.HANDLE;
         if (h$ == null) {
@@ -1709,7 +2313,12 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code void rdma_freeaddrinfo(struct rdma_addrinfo *res)}. */
+    /**
+     * {@code void rdma_freeaddrinfo(struct rdma_addrinfo *res)}.
+     *
+     * @param res {@code struct rdma_addrinfo *}
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static void rdma_freeaddrinfo(MemorySegment res) {
         MethodHandle h$ = rdma_freeaddrinfo$Holder.HANDLE;
         if (h$ == null) {
@@ -1742,12 +2351,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)}: its C descriptor. */
+    /**
+     * {@code int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_init_qp_attr$descriptor() {
         return rdma_init_qp_attr$Holder.DESC;
     }
 
-    /** {@code int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_init_qp_attr$handle() {
         MethodHandle h$ = rdma_init_qp_attr$Holder.HANDLE;
         if (h$ == null) {
@@ -1756,7 +2374,15 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *qp_attr, int *qp_attr_mask)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param qp_attr {@code struct ibv_qp_attr *}
+     * @param qp_attr_mask {@code int *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_init_qp_attr(MemorySegment id, MemorySegment qp_attr, MemorySegment qp_attr_mask) {
         MethodHandle h$ = rdma_init_qp_attr$Holder.HANDLE;
         if (h$ == null) {
@@ -1789,12 +2415,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)}: its C descriptor. */
+    /**
+     * {@code int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_set_local_ece$descriptor() {
         return rdma_set_local_ece$Holder.DESC;
     }
 
-    /** {@code int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_set_local_ece$handle() {
         MethodHandle h$ = rdma_set_local_ece$Holder.HANDLE;
         if (h$ == null) {
@@ -1803,7 +2438,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param ece {@code struct ibv_ece *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_set_local_ece(MemorySegment id, MemorySegment ece) {
         MethodHandle h$ = rdma_set_local_ece$Holder.HANDLE;
         if (h$ == null) {
@@ -1836,12 +2478,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)}: its C descriptor. */
+    /**
+     * {@code int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_get_remote_ece$descriptor() {
         return rdma_get_remote_ece$Holder.DESC;
     }
 
-    /** {@code int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_get_remote_ece$handle() {
         MethodHandle h$ = rdma_get_remote_ece$Holder.HANDLE;
         if (h$ == null) {
@@ -1850,7 +2501,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param ece {@code struct ibv_ece *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_get_remote_ece(MemorySegment id, MemorySegment ece) {
         MethodHandle h$ = rdma_get_remote_ece$Holder.HANDLE;
         if (h$ == null) {
@@ -1883,12 +2541,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)}: its C descriptor. */
+    /**
+     * {@code int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_create_srq$descriptor() {
         return rdma_create_srq$Holder.DESC;
     }
 
-    /** {@code int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_create_srq$handle() {
         MethodHandle h$ = rdma_create_srq$Holder.HANDLE;
         if (h$ == null) {
@@ -1897,7 +2564,15 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param pd {@code struct ibv_pd *}
+     * @param attr {@code struct ibv_srq_init_attr *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_create_srq(MemorySegment id, MemorySegment pd, MemorySegment attr) {
         MethodHandle h$ = rdma_create_srq$Holder.HANDLE;
         if (h$ == null) {
@@ -1930,12 +2605,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)}: its C descriptor. */
+    /**
+     * {@code int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_create_srq_ex$descriptor() {
         return rdma_create_srq_ex$Holder.DESC;
     }
 
-    /** {@code int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)}: its downcall handle (leading parameter: the errno capture segment). */
+    /**
+     * {@code int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)}: its downcall handle (leading parameter: the errno capture segment).
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_create_srq_ex$handle() {
         MethodHandle h$ = rdma_create_srq_ex$Holder.HANDLE;
         if (h$ == null) {
@@ -1944,7 +2628,14 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call. */
+    /**
+     * {@code int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @param attr {@code struct ibv_srq_init_attr_ex *}
+     * @return what the C function returns
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static int rdma_create_srq_ex(MemorySegment id, MemorySegment attr) {
         MethodHandle h$ = rdma_create_srq_ex$Holder.HANDLE;
         if (h$ == null) {
@@ -1977,12 +2668,21 @@ public final class rdma_cma_h {
         }
     }
 
-    /** {@code void rdma_destroy_srq(struct rdma_cm_id *id)}: its C descriptor. */
+    /**
+     * {@code void rdma_destroy_srq(struct rdma_cm_id *id)}: its C descriptor.
+     *
+     * @return the descriptor
+     */
     public static FunctionDescriptor rdma_destroy_srq$descriptor() {
         return rdma_destroy_srq$Holder.DESC;
     }
 
-    /** {@code void rdma_destroy_srq(struct rdma_cm_id *id)}: its downcall handle. */
+    /**
+     * {@code void rdma_destroy_srq(struct rdma_cm_id *id)}: its downcall handle.
+     *
+     * @return the handle
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static MethodHandle rdma_destroy_srq$handle() {
         MethodHandle h$ = rdma_destroy_srq$Holder.HANDLE;
         if (h$ == null) {
@@ -1991,7 +2691,12 @@ public final class rdma_cma_h {
         return h$;
     }
 
-    /** {@code void rdma_destroy_srq(struct rdma_cm_id *id)}. */
+    /**
+     * {@code void rdma_destroy_srq(struct rdma_cm_id *id)}.
+     *
+     * @param id {@code struct rdma_cm_id *}
+     * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
+     */
     public static void rdma_destroy_srq(MemorySegment id) {
         MethodHandle h$ = rdma_destroy_srq$Holder.HANDLE;
         if (h$ == null) {

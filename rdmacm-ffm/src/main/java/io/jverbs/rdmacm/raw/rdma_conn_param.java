@@ -28,106 +28,200 @@ public final class rdma_conn_param {
             ValueLayout.JAVA_INT.withName("qp_num"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 24L;
     }
 
     /** Byte offset of {@code const void * private_data}. */
     public static final long private_data$OFFSET = 0L;
-    /** Reads {@code const void * private_data}. @param s the struct @return the value */
+    /**
+     * Reads {@code const void * private_data}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment private_data(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, private_data$OFFSET);
     }
-    /** Writes {@code const void * private_data}. @param s the struct @param v the value */
+    /**
+     * Writes {@code const void * private_data}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void private_data(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, private_data$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t private_data_len}. */
     public static final long private_data_len$OFFSET = 8L;
-    /** Reads {@code uint8_t private_data_len}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t private_data_len}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte private_data_len(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, private_data_len$OFFSET);
     }
-    /** Writes {@code uint8_t private_data_len}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t private_data_len}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void private_data_len(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, private_data_len$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t responder_resources}. */
     public static final long responder_resources$OFFSET = 9L;
-    /** Reads {@code uint8_t responder_resources}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t responder_resources}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte responder_resources(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, responder_resources$OFFSET);
     }
-    /** Writes {@code uint8_t responder_resources}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t responder_resources}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void responder_resources(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, responder_resources$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t initiator_depth}. */
     public static final long initiator_depth$OFFSET = 10L;
-    /** Reads {@code uint8_t initiator_depth}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t initiator_depth}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte initiator_depth(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, initiator_depth$OFFSET);
     }
-    /** Writes {@code uint8_t initiator_depth}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t initiator_depth}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void initiator_depth(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, initiator_depth$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t flow_control}. */
     public static final long flow_control$OFFSET = 11L;
-    /** Reads {@code uint8_t flow_control}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t flow_control}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte flow_control(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, flow_control$OFFSET);
     }
-    /** Writes {@code uint8_t flow_control}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t flow_control}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void flow_control(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, flow_control$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t retry_count}. */
     public static final long retry_count$OFFSET = 12L;
-    /** Reads {@code uint8_t retry_count}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t retry_count}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte retry_count(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, retry_count$OFFSET);
     }
-    /** Writes {@code uint8_t retry_count}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t retry_count}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void retry_count(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, retry_count$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t rnr_retry_count}. */
     public static final long rnr_retry_count$OFFSET = 13L;
-    /** Reads {@code uint8_t rnr_retry_count}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t rnr_retry_count}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte rnr_retry_count(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, rnr_retry_count$OFFSET);
     }
-    /** Writes {@code uint8_t rnr_retry_count}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t rnr_retry_count}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void rnr_retry_count(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, rnr_retry_count$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t srq}. */
     public static final long srq$OFFSET = 14L;
-    /** Reads {@code uint8_t srq}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t srq}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte srq(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, srq$OFFSET);
     }
-    /** Writes {@code uint8_t srq}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t srq}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void srq(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, srq$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t qp_num}. */
     public static final long qp_num$OFFSET = 16L;
-    /** Reads {@code uint32_t qp_num}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t qp_num}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qp_num(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qp_num$OFFSET);
     }
-    /** Writes {@code uint32_t qp_num}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t qp_num}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_num(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qp_num$OFFSET, v);
     }

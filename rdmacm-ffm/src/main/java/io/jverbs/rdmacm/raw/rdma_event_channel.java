@@ -18,18 +18,32 @@ public final class rdma_event_channel {
     public static final GroupLayout LAYOUT = MemoryLayout.structLayout(
             ValueLayout.JAVA_INT.withName("fd"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 4L;
     }
 
     /** Byte offset of {@code int fd}. */
     public static final long fd$OFFSET = 0L;
-    /** Reads {@code int fd}. @param s the struct @return the value */
+    /**
+     * Reads {@code int fd}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int fd(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, fd$OFFSET);
     }
-    /** Writes {@code int fd}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int fd}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void fd(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, fd$OFFSET, v);
     }

@@ -21,32 +21,56 @@ public final class rdma_ib_addr {
             ValueLayout.JAVA_SHORT.withName("pkey"),
             MemoryLayout.paddingLayout(6));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 40L;
     }
 
     /** Byte offset of {@code union ibv_gid sgid}. */
     public static final long sgid$OFFSET = 0L;
-    /** {@code union ibv_gid sgid}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union ibv_gid sgid}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment sgid(MemorySegment s) {
         return s.asSlice(sgid$OFFSET, 16L);
     }
 
     /** Byte offset of {@code union ibv_gid dgid}. */
     public static final long dgid$OFFSET = 16L;
-    /** {@code union ibv_gid dgid}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code union ibv_gid dgid}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment dgid(MemorySegment s) {
         return s.asSlice(dgid$OFFSET, 16L);
     }
 
     /** Byte offset of {@code __be16 pkey}. */
     public static final long pkey$OFFSET = 32L;
-    /** Reads {@code __be16 pkey}. @param s the struct @return the value */
+    /**
+     * Reads {@code __be16 pkey}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short pkey(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, pkey$OFFSET);
     }
-    /** Writes {@code __be16 pkey}. @param s the struct @param v the value */
+    /**
+     * Writes {@code __be16 pkey}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void pkey(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, pkey$OFFSET, v);
     }

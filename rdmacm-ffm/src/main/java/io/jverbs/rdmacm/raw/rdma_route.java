@@ -21,36 +21,65 @@ public final class rdma_route {
             ValueLayout.JAVA_INT.withName("num_paths"),
             MemoryLayout.paddingLayout(4));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 312L;
     }
 
     /** Byte offset of {@code struct rdma_addr addr}. */
     public static final long addr$OFFSET = 0L;
-    /** {@code struct rdma_addr addr}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct rdma_addr addr}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment addr(MemorySegment s) {
         return s.asSlice(addr$OFFSET, 296L);
     }
 
     /** Byte offset of {@code struct ibv_sa_path_rec * path_rec}. */
     public static final long path_rec$OFFSET = 296L;
-    /** Reads {@code struct ibv_sa_path_rec * path_rec}. @param s the struct @return the value */
+    /**
+     * Reads {@code struct ibv_sa_path_rec * path_rec}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment path_rec(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, path_rec$OFFSET);
     }
-    /** Writes {@code struct ibv_sa_path_rec * path_rec}. @param s the struct @param v the value */
+    /**
+     * Writes {@code struct ibv_sa_path_rec * path_rec}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void path_rec(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, path_rec$OFFSET, v);
     }
 
     /** Byte offset of {@code int num_paths}. */
     public static final long num_paths$OFFSET = 304L;
-    /** Reads {@code int num_paths}. @param s the struct @return the value */
+    /**
+     * Reads {@code int num_paths}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int num_paths(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, num_paths$OFFSET);
     }
-    /** Writes {@code int num_paths}. @param s the struct @param v the value */
+    /**
+     * Writes {@code int num_paths}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void num_paths(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, num_paths$OFFSET, v);
     }

@@ -23,58 +23,107 @@ public final class rdma_ud_param {
             ValueLayout.JAVA_INT.withName("qp_num"),
             ValueLayout.JAVA_INT.withName("qkey"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 56L;
     }
 
     /** Byte offset of {@code const void * private_data}. */
     public static final long private_data$OFFSET = 0L;
-    /** Reads {@code const void * private_data}. @param s the struct @return the value */
+    /**
+     * Reads {@code const void * private_data}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static MemorySegment private_data(MemorySegment s) {
         return s.get(ValueLayout.ADDRESS, private_data$OFFSET);
     }
-    /** Writes {@code const void * private_data}. @param s the struct @param v the value */
+    /**
+     * Writes {@code const void * private_data}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void private_data(MemorySegment s, MemorySegment v) {
         s.set(ValueLayout.ADDRESS, private_data$OFFSET, v);
     }
 
     /** Byte offset of {@code uint8_t private_data_len}. */
     public static final long private_data_len$OFFSET = 8L;
-    /** Reads {@code uint8_t private_data_len}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint8_t private_data_len}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static byte private_data_len(MemorySegment s) {
         return s.get(ValueLayout.JAVA_BYTE, private_data_len$OFFSET);
     }
-    /** Writes {@code uint8_t private_data_len}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint8_t private_data_len}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void private_data_len(MemorySegment s, byte v) {
         s.set(ValueLayout.JAVA_BYTE, private_data_len$OFFSET, v);
     }
 
     /** Byte offset of {@code struct ibv_ah_attr ah_attr}. */
     public static final long ah_attr$OFFSET = 16L;
-    /** {@code struct ibv_ah_attr ah_attr}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct ibv_ah_attr ah_attr}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment ah_attr(MemorySegment s) {
         return s.asSlice(ah_attr$OFFSET, 32L);
     }
 
     /** Byte offset of {@code uint32_t qp_num}. */
     public static final long qp_num$OFFSET = 48L;
-    /** Reads {@code uint32_t qp_num}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t qp_num}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qp_num(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qp_num$OFFSET);
     }
-    /** Writes {@code uint32_t qp_num}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t qp_num}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qp_num(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qp_num$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t qkey}. */
     public static final long qkey$OFFSET = 52L;
-    /** Reads {@code uint32_t qkey}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t qkey}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int qkey(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, qkey$OFFSET);
     }
-    /** Writes {@code uint32_t qkey}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t qkey}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void qkey(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, qkey$OFFSET, v);
     }

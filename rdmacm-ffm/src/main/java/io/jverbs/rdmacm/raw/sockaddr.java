@@ -20,33 +20,64 @@ public final class sockaddr {
             ValueLayout.JAVA_SHORT.withName("sa_family"),
             MemoryLayout.sequenceLayout(14, ValueLayout.JAVA_BYTE).withName("sa_data"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code sa_family_t sa_family}. */
     public static final long sa_family$OFFSET = 0L;
-    /** Reads {@code sa_family_t sa_family}. @param s the struct @return the value */
+    /**
+     * Reads {@code sa_family_t sa_family}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short sa_family(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, sa_family$OFFSET);
     }
-    /** Writes {@code sa_family_t sa_family}. @param s the struct @param v the value */
+    /**
+     * Writes {@code sa_family_t sa_family}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sa_family(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, sa_family$OFFSET, v);
     }
 
     /** Byte offset of {@code char[14] sa_data}. */
     public static final long sa_data$OFFSET = 2L;
-    /** {@code char[14] sa_data}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code char[14] sa_data}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment sa_data(MemorySegment s) {
         return s.asSlice(sa_data$OFFSET, 14L);
     }
-    /** Reads element {@code index} of {@code char[14] sa_data}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code char[14] sa_data}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte sa_data(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, sa_data$OFFSET + Objects.checkIndex(index, 14L) * 1L);
     }
-    /** Writes element {@code index} of {@code char[14] sa_data}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code char[14] sa_data}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void sa_data(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, sa_data$OFFSET + Objects.checkIndex(index, 14L) * 1L, v);
     }

@@ -22,51 +22,97 @@ public final class sockaddr_in {
             in_addr.LAYOUT.withName("sin_addr"),
             MemoryLayout.sequenceLayout(8, ValueLayout.JAVA_BYTE).withName("sin_zero"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 16L;
     }
 
     /** Byte offset of {@code sa_family_t sin_family}. */
     public static final long sin_family$OFFSET = 0L;
-    /** Reads {@code sa_family_t sin_family}. @param s the struct @return the value */
+    /**
+     * Reads {@code sa_family_t sin_family}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short sin_family(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, sin_family$OFFSET);
     }
-    /** Writes {@code sa_family_t sin_family}. @param s the struct @param v the value */
+    /**
+     * Writes {@code sa_family_t sin_family}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sin_family(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, sin_family$OFFSET, v);
     }
 
     /** Byte offset of {@code in_port_t sin_port}. */
     public static final long sin_port$OFFSET = 2L;
-    /** Reads {@code in_port_t sin_port}. @param s the struct @return the value */
+    /**
+     * Reads {@code in_port_t sin_port}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short sin_port(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, sin_port$OFFSET);
     }
-    /** Writes {@code in_port_t sin_port}. @param s the struct @param v the value */
+    /**
+     * Writes {@code in_port_t sin_port}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sin_port(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, sin_port$OFFSET, v);
     }
 
     /** Byte offset of {@code struct in_addr sin_addr}. */
     public static final long sin_addr$OFFSET = 4L;
-    /** {@code struct in_addr sin_addr}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct in_addr sin_addr}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment sin_addr(MemorySegment s) {
         return s.asSlice(sin_addr$OFFSET, 4L);
     }
 
     /** Byte offset of {@code unsigned char[8] sin_zero}. */
     public static final long sin_zero$OFFSET = 8L;
-    /** {@code unsigned char[8] sin_zero}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code unsigned char[8] sin_zero}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment sin_zero(MemorySegment s) {
         return s.asSlice(sin_zero$OFFSET, 8L);
     }
-    /** Reads element {@code index} of {@code unsigned char[8] sin_zero}. @param s the struct @param index the element @return the value */
+    /**
+     * Reads element {@code index} of {@code unsigned char[8] sin_zero}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @return the value
+     */
     public static byte sin_zero(MemorySegment s, long index) {
         return s.get(ValueLayout.JAVA_BYTE, sin_zero$OFFSET + Objects.checkIndex(index, 8L) * 1L);
     }
-    /** Writes element {@code index} of {@code unsigned char[8] sin_zero}. @param s the struct @param index the element @param v the value */
+    /**
+     * Writes element {@code index} of {@code unsigned char[8] sin_zero}.
+     *
+     * @param s the struct
+     * @param index the element
+     * @param v the value
+     */
     public static void sin_zero(MemorySegment s, long index, byte v) {
         s.set(ValueLayout.JAVA_BYTE, sin_zero$OFFSET + Objects.checkIndex(index, 8L) * 1L, v);
     }

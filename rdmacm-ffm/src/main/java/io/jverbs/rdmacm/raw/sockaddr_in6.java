@@ -22,58 +22,107 @@ public final class sockaddr_in6 {
             in6_addr.LAYOUT.withName("sin6_addr"),
             ValueLayout.JAVA_INT.withName("sin6_scope_id"));
 
-    /** @return the C {@code sizeof}, in bytes */
+    /**
+     * The C {@code sizeof} of the struct.
+     *
+     * @return the size in bytes
+     */
     public static long sizeof() {
         return 28L;
     }
 
     /** Byte offset of {@code sa_family_t sin6_family}. */
     public static final long sin6_family$OFFSET = 0L;
-    /** Reads {@code sa_family_t sin6_family}. @param s the struct @return the value */
+    /**
+     * Reads {@code sa_family_t sin6_family}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short sin6_family(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, sin6_family$OFFSET);
     }
-    /** Writes {@code sa_family_t sin6_family}. @param s the struct @param v the value */
+    /**
+     * Writes {@code sa_family_t sin6_family}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sin6_family(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, sin6_family$OFFSET, v);
     }
 
     /** Byte offset of {@code in_port_t sin6_port}. */
     public static final long sin6_port$OFFSET = 2L;
-    /** Reads {@code in_port_t sin6_port}. @param s the struct @return the value */
+    /**
+     * Reads {@code in_port_t sin6_port}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static short sin6_port(MemorySegment s) {
         return s.get(ValueLayout.JAVA_SHORT, sin6_port$OFFSET);
     }
-    /** Writes {@code in_port_t sin6_port}. @param s the struct @param v the value */
+    /**
+     * Writes {@code in_port_t sin6_port}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sin6_port(MemorySegment s, short v) {
         s.set(ValueLayout.JAVA_SHORT, sin6_port$OFFSET, v);
     }
 
     /** Byte offset of {@code uint32_t sin6_flowinfo}. */
     public static final long sin6_flowinfo$OFFSET = 4L;
-    /** Reads {@code uint32_t sin6_flowinfo}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t sin6_flowinfo}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int sin6_flowinfo(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, sin6_flowinfo$OFFSET);
     }
-    /** Writes {@code uint32_t sin6_flowinfo}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t sin6_flowinfo}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sin6_flowinfo(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, sin6_flowinfo$OFFSET, v);
     }
 
     /** Byte offset of {@code struct in6_addr sin6_addr}. */
     public static final long sin6_addr$OFFSET = 8L;
-    /** {@code struct in6_addr sin6_addr}, as a slice of {@code s}. @param s the struct @return the slice */
+    /**
+     * {@code struct in6_addr sin6_addr}, as a slice of {@code s}.
+     *
+     * @param s the struct
+     * @return the slice
+     */
     public static MemorySegment sin6_addr(MemorySegment s) {
         return s.asSlice(sin6_addr$OFFSET, 16L);
     }
 
     /** Byte offset of {@code uint32_t sin6_scope_id}. */
     public static final long sin6_scope_id$OFFSET = 24L;
-    /** Reads {@code uint32_t sin6_scope_id}. @param s the struct @return the value */
+    /**
+     * Reads {@code uint32_t sin6_scope_id}.
+     *
+     * @param s the struct
+     * @return the value
+     */
     public static int sin6_scope_id(MemorySegment s) {
         return s.get(ValueLayout.JAVA_INT, sin6_scope_id$OFFSET);
     }
-    /** Writes {@code uint32_t sin6_scope_id}. @param s the struct @param v the value */
+    /**
+     * Writes {@code uint32_t sin6_scope_id}.
+     *
+     * @param s the struct
+     * @param v the value
+     */
     public static void sin6_scope_id(MemorySegment s, int v) {
         s.set(ValueLayout.JAVA_INT, sin6_scope_id$OFFSET, v);
     }
