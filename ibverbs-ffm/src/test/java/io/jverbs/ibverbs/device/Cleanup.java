@@ -36,6 +36,29 @@ public final class Cleanup implements AutoCloseable {
         }));
     }
 
+    /**
+     * Closes each non-null resource in the order given (children first); all are closed even
+     * when one fails, and the first failure is thrown with the others suppressed.
+     */
+    public static void closeInOrder(AutoCloseable... resources) {
+        try (Cleanup cleanup = new Cleanup()) {
+            for (int i = resources.length - 1; i >= 0; i--) {
+                AutoCloseable resource = resources[i];
+                if (resource != null) {
+                    cleanup.addVoid(resource.getClass().getSimpleName() + ".close", () -> {
+                        try {
+                            resource.close();
+                        } catch (RuntimeException e) {
+                            throw e;
+                        } catch (Exception e) {
+                            throw new IllegalStateException(e);
+                        }
+                    });
+                }
+            }
+        }
+    }
+
     @Override
     public void close() {
         AssertionError failure = null;

@@ -36,15 +36,7 @@ class CompletionEventTest {
 
     @AfterAll
     static void close() {
-        try {
-            if (pair != null) {
-                pair.close();
-            }
-        } finally {
-            if (dev != null) {
-                dev.close();
-            }
-        }
+        Cleanup.closeInOrder(pair, dev);
     }
 
     @Test

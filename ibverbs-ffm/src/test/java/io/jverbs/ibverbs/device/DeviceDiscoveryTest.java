@@ -40,9 +40,7 @@ class DeviceDiscoveryTest {
 
     @AfterAll
     static void close() {
-        if (dev != null) {
-            dev.close();
-        }
+        Cleanup.closeInOrder(dev);
     }
 
     @Test

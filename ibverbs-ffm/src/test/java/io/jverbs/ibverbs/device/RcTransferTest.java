@@ -42,15 +42,7 @@ class RcTransferTest {
 
     @AfterAll
     static void close() {
-        try {
-            if (pair != null) {
-                pair.close();
-            }
-        } finally {
-            if (dev != null) {
-                dev.close();
-            }
-        }
+        Cleanup.closeInOrder(pair, dev);
     }
 
     @BeforeEach

@@ -34,9 +34,7 @@ class ResourceLifecycleTest {
 
     @AfterAll
     static void close() {
-        if (dev != null) {
-            dev.close();
-        }
+        Cleanup.closeInOrder(dev);
     }
 
     @Test
