@@ -1,11 +1,16 @@
 # Sourced by jverbs scripts: sets JAVA_HOME to a JDK 25 or later, or explains where to get one.
-jverbs_java_major() { "$1/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p'; }
-if [ -z "${JAVA_HOME:-}" ] || [ ! -x "$JAVA_HOME/bin/java" ] || [ "$(jverbs_java_major "$JAVA_HOME")" -lt 25 ] 2>/dev/null; then
+# The JDK's feature version (25), or 0 when it cannot be read or is a 1.x version.
+jverbs_java_major() {
+    local v
+    v=$("$1/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
+    case "$v" in ''|*[!0-9]*) echo 0 ;; *) echo "$v" ;; esac
+}
+if [ -z "${JAVA_HOME:-}" ] || [ ! -x "$JAVA_HOME/bin/java" ] || [ "$(jverbs_java_major "$JAVA_HOME")" -lt 25 ]; then
     for candidate in /usr/lib/jvm/temurin-25-jdk-amd64 /usr/lib/jvm/temurin-25-jdk-arm64 /usr/lib/jvm/java-25-openjdk-amd64 /usr/lib/jvm/jdk-25*; do
         if [ -x "$candidate/bin/java" ]; then JAVA_HOME=$candidate; break; fi
     done
 fi
-if [ -z "${JAVA_HOME:-}" ] || [ ! -x "$JAVA_HOME/bin/java" ] || [ "$(jverbs_java_major "$JAVA_HOME")" -lt 25 ] 2>/dev/null; then
+if [ -z "${JAVA_HOME:-}" ] || [ ! -x "$JAVA_HOME/bin/java" ] || [ "$(jverbs_java_major "$JAVA_HOME")" -lt 25 ]; then
     echo "jverbs needs JDK 25: set JAVA_HOME to one (Debian/Ubuntu: Adoptium's temurin-25-jdk, installed in /usr/lib/jvm/temurin-25-jdk-amd64)" >&2
     exit 1
 fi

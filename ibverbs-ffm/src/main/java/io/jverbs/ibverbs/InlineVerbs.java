@@ -51,7 +51,7 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  */
 public final class InlineVerbs {
     /** Reads native memory by absolute address without making a new segment for each read. */
-    private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+    private static final MemorySegment ALL = Native.everything();
     /** A pointer-sized word; the verbs structs keep their pointers aligned, so no alignment check is needed. */
     private static final ValueLayout.OfLong WORD = ValueLayout.JAVA_LONG_UNALIGNED;
 
@@ -837,8 +837,9 @@ public final class InlineVerbs {
         return segment.address();
     }
 
+    /** The address of a verbs object (qp, cq, srq, context, qp_ex, cq_ex): native, alive, non-NULL. */
     private static long nonNull(MemorySegment obj, String verb) {
-        long address = obj.address();
+        long address = pointer(obj);
         if (address == 0) {
             throw new IllegalArgumentException(verb + ": NULL object");
         }

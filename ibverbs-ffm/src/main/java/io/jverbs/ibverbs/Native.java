@@ -101,6 +101,22 @@ public final class Native {
     }
 
     /**
+     * A segment spanning the whole address space, for reading native structs by absolute
+     * address without making a segment per read. Reads through it are unchecked: callers must
+     * only use addresses of live native objects.
+     *
+     * @return the segment (global scope, never closed)
+     * @throws IllegalCallerException when native access is denied (the message names the flag)
+     */
+    public static MemorySegment everything() {
+        try {
+            return MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+        } catch (IllegalCallerException e) {
+            throw nativeAccessDenied(e);
+        }
+    }
+
+    /**
      * Makes an address-less downcall handle, whose first argument is the function's address: how
      * the inline verbs call a provider's function pointer.
      *

@@ -46,7 +46,9 @@ public class VerbsException extends RuntimeException {
      * Throws when a verb that returns its errno (0 on success) failed.
      *
      * @param verb the C name of the verb
-     * @param rc   its return value: 0 on success, otherwise an errno (or -1, in which case {@code errnoIfMinusOne} is used)
+     * @param rc   its return value: 0 on success; otherwise an errno, positive or negated, or -1 meaning
+     *             "see errno", in which case {@code errnoIfMinusOne} is used (so a verb that returns
+     *             {@code -EPERM} must be checked with its captured errno, not through this method)
      * @param errnoIfMinusOne the captured errno, used when the verb returned -1
      * @throws VerbsException when {@code rc != 0}
      */
@@ -108,17 +110,26 @@ public class VerbsException extends RuntimeException {
     }
 
     private static String hint(String verb, int errno) {
+        boolean opensDevice = verb.equals("ibv_get_device_list") || verb.equals("ibv_open_device")
+                || verb.equals("rdma_create_event_channel") || verb.equals("rdma_get_devices");
+        boolean registersMemory = verb.contains("reg_mr") || verb.startsWith("rdma_reg_");
         return switch (errno) {
-            case Errno.ENOSYS -> "The running kernel has no RDMA support (no ib_uverbs): load rdma_rxe and ib_uverbs"
-                    + " (modprobe rdma_rxe), or run inside soft-roce-ci/with-rxe, which boots a kernel that has them";
-            case Errno.ENODEV -> "No RDMA device: check `ibv_devices`; for Soft-RoCE create one with"
-                    + " `rdma link add rxe0 type rxe netdev <netdev>` (soft-roce-ci/setup-rxe does it)";
-            case Errno.ENOMEM -> verb.contains("reg_mr")
+            case Errno.ENOSYS -> opensDevice
+                    ? "The running kernel has no RDMA support (no ib_uverbs): load rdma_rxe and ib_uverbs"
+                      + " (modprobe rdma_rxe), or run inside soft-roce-ci/with-rxe, which boots a kernel that has them"
+                    : "The provider does not implement this verb";
+            case Errno.ENODEV -> opensDevice
+                    ? "No RDMA device: check `ibv_devices`; for Soft-RoCE create one with"
+                      + " `rdma link add rxe0 type rxe netdev <netdev>` (soft-roce-ci/setup-rxe does it)"
+                    : null;
+            case Errno.ENOMEM -> registersMemory
                     ? "The locked-memory limit is probably too low for this registration: raise it"
                       + " (ulimit -l unlimited, or LimitMEMLOCK=infinity for a systemd service)"
                     : null;
-            case Errno.EPERM, Errno.EACCES -> "No permission on /dev/infiniband/uverbs*: run as a user with access"
-                    + " (group rdma, or a udev rule), or as root; reg_mr may also need a higher memlock limit";
+            case Errno.EPERM, Errno.EACCES -> opensDevice || registersMemory
+                    ? "No permission on /dev/infiniband/uverbs* (run as a user with access: group rdma, a udev rule,"
+                      + " or root), or the locked-memory limit is too low for the registration"
+                    : null;
             case Errno.EOPNOTSUPP -> "The device or its provider does not support this operation";
             default -> null;
         };

@@ -167,20 +167,34 @@ class InlineVerbsDispatchTest {
         InlineVerbs.ibv_end_poll(c);
         assertCall("end_poll", ca);
         assertEquals(FakeProvider.expected("read_opcode"), InlineVerbs.ibv_wc_read_opcode(c));
+        assertCall("read_opcode", ca);
         assertEquals(FakeProvider.expected("read_vendor_err"), InlineVerbs.ibv_wc_read_vendor_err(c));
+        assertCall("read_vendor_err", ca);
         assertEquals(FakeProvider.expected("read_byte_len"), InlineVerbs.ibv_wc_read_byte_len(c));
+        assertCall("read_byte_len", ca);
         assertEquals(FakeProvider.expected("read_imm_data"), InlineVerbs.ibv_wc_read_imm_data(c));
+        assertCall("read_imm_data", ca);
         assertEquals(FakeProvider.expected("read_imm_data"), InlineVerbs.ibv_wc_read_invalidated_rkey(c));
+        assertCall("read_imm_data", ca);
         assertEquals(FakeProvider.expected("read_qp_num"), InlineVerbs.ibv_wc_read_qp_num(c));
+        assertCall("read_qp_num", ca);
         assertEquals(FakeProvider.expected("read_src_qp"), InlineVerbs.ibv_wc_read_src_qp(c));
+        assertCall("read_src_qp", ca);
         assertEquals(FakeProvider.expected("read_wc_flags"), InlineVerbs.ibv_wc_read_wc_flags(c));
+        assertCall("read_wc_flags", ca);
         assertEquals(FakeProvider.expected("read_slid"), InlineVerbs.ibv_wc_read_slid(c));
+        assertCall("read_slid", ca);
         assertEquals((byte) FakeProvider.expected("read_sl"), InlineVerbs.ibv_wc_read_sl(c));
+        assertCall("read_sl", ca);
         assertEquals((byte) FakeProvider.expected("read_dlid_path_bits"), InlineVerbs.ibv_wc_read_dlid_path_bits(c));
+        assertCall("read_dlid_path_bits", ca);
         assertEquals(FakeProvider.expected("read_completion_ts") + 0x1_0000_0000L, InlineVerbs.ibv_wc_read_completion_ts(c));
+        assertCall("read_completion_ts", ca);
         assertEquals(FakeProvider.expected("read_completion_wallclock_ns") + 0x1_0000_0000L,
                 InlineVerbs.ibv_wc_read_completion_wallclock_ns(c));
+        assertCall("read_completion_wallclock_ns", ca);
         assertEquals((short) FakeProvider.expected("read_cvlan"), InlineVerbs.ibv_wc_read_cvlan(c));
+        assertCall("read_cvlan", ca);
         assertEquals(FakeProvider.expected("read_flow_tag"), InlineVerbs.ibv_wc_read_flow_tag(c));
         assertCall("read_flow_tag", ca);
         InlineVerbs.ibv_wc_read_tm_info(c, attr);
@@ -244,6 +258,17 @@ class InlineVerbsDispatchTest {
         }
         MemorySegment stale = closed;
         assertThrows(IllegalStateException.class, () -> InlineVerbs.ibv_post_recv(world.qp(), stale, buf(8)));
+        // the verbs objects themselves: a heap or closed segment must not even be read
+        MemorySegment heapSlice = MemorySegment.ofArray(new byte[4096]).asSlice(64);
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_post_send(heapSlice, buf(128), buf(8)));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_poll_cq(heapSlice, 1, buf(48)));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_query_port(heapSlice, 1, buf(256)));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_wr_start(heapSlice));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_next_poll(heapSlice));
+        assertThrows(IllegalStateException.class, () -> InlineVerbs.ibv_post_send(stale, buf(128), buf(8)));
+        assertThrows(IllegalStateException.class, () -> InlineVerbs.ibv_req_notify_cq(stale, 0));
+        assertThrows(IllegalStateException.class, () -> InlineVerbs.ibv_create_cq_ex(stale, buf(64)));
+        assertThrows(IllegalStateException.class, () -> InlineVerbs.ibv_wc_read_opcode(stale));
         assertEquals("", FakeProvider.lastName(), "the provider saw none of these calls");
         assertTrue(ibv_context_ops.post_send$OFFSET > 0);
     }

@@ -2,6 +2,8 @@ package io.jverbs.ibverbs;
 
 import io.jverbs.ibverbs.raw.verbs_h;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -75,6 +77,10 @@ class NativeTest {
         assertTrue(VerbsException.of("ibv_reg_mr", Errno.ENOMEM).getMessage().contains("ulimit -l"));
         assertTrue(VerbsException.of("ibv_open_device", Errno.ENODEV).getMessage().contains("rdma link add"));
         assertTrue(VerbsException.of("ibv_open_device", Errno.EACCES).getMessage().contains("/dev/infiniband"));
+        assertTrue(VerbsException.of("rdma_reg_msgs", Errno.ENOMEM).getMessage().contains("ulimit -l"));
+        assertFalse(VerbsException.of("ibv_create_qp", Errno.ENOSYS).getMessage().contains("kernel"),
+                "ENOSYS from a provider verb is not about the kernel");
+        assertFalse(VerbsException.of("rdma_bind_addr", Errno.EACCES).getMessage().contains("/dev/infiniband"));
         assertTrue(VerbsException.of("ibv_modify_qp", Errno.EOPNOTSUPP) instanceof UnsupportedVerbException);
         assertFalse(VerbsException.of("ibv_modify_qp", Errno.EINVAL) instanceof UnsupportedVerbException);
         assertEquals("errno 4000", Errno.name(4000));
@@ -83,19 +89,28 @@ class NativeTest {
         VerbsException.check("ibv_modify_qp", 0, 0);
     }
 
-    /** A JVM that denies native access must get an error naming the exact flag. */
-    @Test
-    void deniedNativeAccessNamesTheFlag() throws Exception {
+    /** A JVM that denies native access must get an error naming the exact flag, whatever it touches first. */
+    @ParameterizedTest
+    @ValueSource(classes = {LoadLibIbverbs.class, TouchInlineVerbs.class})
+    void deniedNativeAccessNamesTheFlag(Class<?> entryPoint) throws Exception {
         String java = ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java");
         Process p = new ProcessBuilder(List.of(java, "--illegal-native-access=deny", "-cp", System.getProperty("java.class.path"),
-                LoadLibIbverbs.class.getName())).redirectErrorStream(true).start();
+                entryPoint.getName())).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(p.waitFor(60, TimeUnit.SECONDS));
         assertNotEquals(0, p.exitValue(), out);
         assertTrue(out.contains("--enable-native-access=ALL-UNNAMED"), out);
     }
 
-    /** Entry point of the child JVM of {@link #deniedNativeAccessNamesTheFlag}. */
+    /** Entry point of a child JVM of {@link #deniedNativeAccessNamesTheFlag}: the inline verbs first. */
+    public static final class TouchInlineVerbs {
+        public static void main(String[] args) {
+            InlineVerbs.ibv_post_send(MemorySegment.NULL, MemorySegment.NULL, MemorySegment.NULL);
+            System.out.println("posted without native access?");
+        }
+    }
+
+    /** Entry point of a child JVM of {@link #deniedNativeAccessNamesTheFlag}: the library first. */
     public static final class LoadLibIbverbs {
         public static void main(String[] args) {
             Native.libibverbs();

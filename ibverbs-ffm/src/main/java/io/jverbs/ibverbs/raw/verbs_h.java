@@ -3223,7 +3223,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_rereg_mr", DESC, false);
+                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_rereg_mr", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3242,7 +3242,7 @@ public final class verbs_h {
     }
 
     /**
-     * {@code int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)}: its downcall handle.
+     * {@code int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)}: its downcall handle (leading parameter: the errno capture segment).
      *
      * @return the handle
      * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
@@ -3256,7 +3256,7 @@ public final class verbs_h {
     }
 
     /**
-     * {@code int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)}.
+     * {@code int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr, size_t length, int access)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
      *
      * @param mr {@code struct ibv_mr *}
      * @param flags {@code int}
@@ -3273,7 +3273,7 @@ public final class verbs_h {
             throw unavailable(ibv_rereg_mr$Holder.UNAVAILABLE);
         }
         try {
-            return (int) h$.invokeExact(mr, flags, pd, addr, length, access);
+            return (int) h$.invokeExact(Native.errnoState(), mr, flags, pd, addr, length, access);
         } catch (RuntimeException | Error e$) {
             throw e$;
         } catch (Throwable t$) {
@@ -5055,7 +5055,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_resolve_eth_l2_from_gid", DESC, false);
+                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_resolve_eth_l2_from_gid", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -5074,7 +5074,7 @@ public final class verbs_h {
     }
 
     /**
-     * {@code int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr, uint8_t eth_mac[6], uint16_t *vid)}: its downcall handle.
+     * {@code int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr, uint8_t eth_mac[6], uint16_t *vid)}: its downcall handle (leading parameter: the errno capture segment).
      *
      * @return the handle
      * @throws RuntimeException when the library or the symbol is missing (UnsupportedVerbException)
@@ -5088,7 +5088,7 @@ public final class verbs_h {
     }
 
     /**
-     * {@code int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr, uint8_t eth_mac[6], uint16_t *vid)}.
+     * {@code int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr, uint8_t eth_mac[6], uint16_t *vid)}. Captures errno: read {@link Native#lastErrno()} on this thread after a failed call.
      *
      * @param context {@code struct ibv_context *}
      * @param attr {@code struct ibv_ah_attr *}
@@ -5103,7 +5103,7 @@ public final class verbs_h {
             throw unavailable(ibv_resolve_eth_l2_from_gid$Holder.UNAVAILABLE);
         }
         try {
-            return (int) h$.invokeExact(context, attr, eth_mac, vid);
+            return (int) h$.invokeExact(Native.errnoState(), context, attr, eth_mac, vid);
         } catch (RuntimeException | Error e$) {
             throw e$;
         } catch (Throwable t$) {
