@@ -82,6 +82,22 @@ class LayoutTest {
     }
 
     @Test
+    void aWrongTypeKindIsCaught() throws Exception {
+        // next is a pointer, wr_id an integer, both 8 bytes: only the kind check tells them apart
+        String next = "((struct ibv_send_wr *)0)->next";
+        String wrId = "((struct ibv_send_wr *)0)->wr_id";
+        List<BindingProbe.Check> checks = List.of(
+                BindingProbe.Check.exact("next as long", BindingProbe.kindTest(ValueLayout.JAVA_LONG, next), 1),
+                BindingProbe.Check.exact("wr_id as pointer", BindingProbe.kindTest(ValueLayout.ADDRESS, wrId), 1),
+                BindingProbe.Check.exact("wr_id as double", BindingProbe.kindTest(ValueLayout.JAVA_DOUBLE, wrId), 1),
+                BindingProbe.Check.exact("next as pointer", BindingProbe.kindTest(ValueLayout.ADDRESS, next), 1),
+                BindingProbe.Check.exact("wr_id as long", BindingProbe.kindTest(ValueLayout.JAVA_LONG, wrId), 1));
+        List<String> wrong = BindingProbe.compare(checks, BindingProbe.runProbe("kind_probe", Structs.HEADERS, checks));
+        assertEquals(List.of("next as long: Java 1, C 0", "wr_id as pointer: Java 1, C 0", "wr_id as double: Java 1, C 0"),
+                wrong);
+    }
+
+    @Test
     void compareReportsEveryKindOfMismatch() {
         List<BindingProbe.Check> checks = List.of(
                 BindingProbe.Check.exact("a: offset", "0", 4),

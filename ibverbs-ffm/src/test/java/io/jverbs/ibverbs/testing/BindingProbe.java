@@ -127,8 +127,28 @@ public final class BindingProbe {
                 plan.checks.add(Check.exact(what + ": size", "sizeof(" + field + ")", m.layout().byteSize()));
             }
             plan.checks.add(Check.exact(what + ": alignment", "__alignof__(" + field + ")", m.layout().byteAlignment()));
+            if (m.layout() instanceof ValueLayout v) {
+                plan.checks.add(Check.exact(what + ": kind (" + v.carrier().getSimpleName() + ")", kindTest(v, field), 1));
+            }
             checkGetter(plan, cls, name, m.layout(), what);
         }
+    }
+
+    /**
+     * A C expression that is 1 when the field's type is of the kind the Java carrier stands for:
+     * a pointer for {@code MemorySegment}, a floating type for float/double, an integer, char,
+     * enum or bool type for the integer carriers (gcc's {@code __builtin_classify_type}).
+     */
+    public static String kindTest(ValueLayout v, String field) {
+        String k = "__builtin_classify_type(" + field + ")";
+        Class<?> carrier = v.carrier();
+        if (carrier == MemorySegment.class) {
+            return k + " == 5";
+        }
+        if (carrier == float.class || carrier == double.class) {
+            return k + " == 8";
+        }
+        return "(" + k + " >= 1 && " + k + " <= 4)";
     }
 
     private static void checkGetter(Plan plan, Class<?> cls, String name, MemoryLayout layout, String what) {
