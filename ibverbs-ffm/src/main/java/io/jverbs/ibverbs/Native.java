@@ -25,7 +25,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * error names the exact flag, and when it merely warns, jverbs logs the flag once.
  *
  * <p>errno: handles made with {@code captureErrno} capture errno into this thread's
- * {@link #errnoState()} segment; {@link #lastErrno()} reads it. All methods are thread-safe.
+ * {@link #errnoState()} segment; {@link #lastErrno()} reads it. The segment is allocated on a
+ * thread's first capturing call (a few bytes of native memory, freed by the garbage collector
+ * once the thread is gone), so a virtual thread per request pays one small allocation per
+ * request that makes such a call; the data path (post and poll) captures nothing.
+ * All methods are thread-safe.
  */
 public final class Native {
     private static final Linker LINKER = Linker.nativeLinker();
