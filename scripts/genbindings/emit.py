@@ -245,12 +245,17 @@ class Emitter:
             out += self.function(f, lib_expr, lib_name, errno_of(f))
         if functions:
             out += ['',
-                    '    /** Rethrows why a function could not be bound (missing library or symbol). */',
+                    '    /** Throws, as a fresh exception of the same kind, why a function could not be bound. */',
                     '    private static RuntimeException unavailable(Throwable why) {',
-                    '        if (why instanceof RuntimeException e) {',
-                    '            throw e;',
+                    '        if (why instanceof UnsupportedVerbException e) {',
+                    '            throw new UnsupportedVerbException(e.verb(), e.detail());',
                     '        }',
-                    '        throw (Error) why;',
+                    '        if (why instanceof RuntimeException e) {',
+                    '            throw new IllegalStateException(e.getMessage(), e);',
+                    '        }',
+                    '        UnsatisfiedLinkError error = new UnsatisfiedLinkError(why.getMessage());',
+                    '        error.initCause(why);',
+                    '        throw error;',
                     '    }']
         out.append('}')
         return _drop_unused_imports('\n'.join(out) + '\n')

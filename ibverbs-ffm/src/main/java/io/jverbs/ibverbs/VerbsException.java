@@ -15,6 +15,8 @@ public class VerbsException extends RuntimeException {
     private final String verb;
     /** The errno it reported, positive. */
     private final int errno;
+    /** Extra context given at construction, or {@code null}. */
+    private final String detail;
 
     /**
      * Creates an exception for a failed verb.
@@ -27,6 +29,7 @@ public class VerbsException extends RuntimeException {
         super(message(verb, Math.abs(errno), detail));
         this.verb = verb;
         this.errno = Math.abs(errno);
+        this.detail = detail;
     }
 
     /**
@@ -95,6 +98,15 @@ public class VerbsException extends RuntimeException {
      */
     public String errnoName() {
         return Errno.name(errno);
+    }
+
+    /**
+     * Returns the extra context given at construction.
+     *
+     * @return the detail, or {@code null} when there was none
+     */
+    public String detail() {
+        return detail;
     }
 
     private static String message(String verb, int errno, String detail) {

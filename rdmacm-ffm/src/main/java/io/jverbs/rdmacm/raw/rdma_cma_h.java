@@ -6,6 +6,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import io.jverbs.ibverbs.Native;
+import io.jverbs.ibverbs.UnsupportedVerbException;
 import io.jverbs.rdmacm.RdmaCmNative;
 
 /** Constants and functions of {@code <rdma/rdma_cma.h>} and {@code <rdma/rdma_verbs.h>}. */
@@ -2711,11 +2712,16 @@ public final class rdma_cma_h {
         }
     }
 
-    /** Rethrows why a function could not be bound (missing library or symbol). */
+    /** Throws, as a fresh exception of the same kind, why a function could not be bound. */
     private static RuntimeException unavailable(Throwable why) {
-        if (why instanceof RuntimeException e) {
-            throw e;
+        if (why instanceof UnsupportedVerbException e) {
+            throw new UnsupportedVerbException(e.verb(), e.detail());
         }
-        throw (Error) why;
+        if (why instanceof RuntimeException e) {
+            throw new IllegalStateException(e.getMessage(), e);
+        }
+        UnsatisfiedLinkError error = new UnsatisfiedLinkError(why.getMessage());
+        error.initCause(why);
+        throw error;
     }
 }
