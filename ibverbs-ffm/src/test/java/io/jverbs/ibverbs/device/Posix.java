@@ -3,11 +3,14 @@ package io.jverbs.ibverbs.device;
 import io.jverbs.ibverbs.Errno;
 import io.jverbs.ibverbs.Native;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
@@ -17,7 +20,9 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 /**
  * libc {@code poll(2)} on one descriptor, so that a wait on a completion channel or an rdma_cm
- * event channel is bounded: a missing event fails the test instead of hanging the JVM.
+ * event channel is bounded: a missing event fails the test instead of hanging the JVM; and
+ * {@code gettid(2)} with {@code /proc/self/task/<tid>/syscall}, to see that a thread sleeps in a
+ * blocking call.
  */
 public final class Posix {
     private static final short POLLIN = 0x1;
@@ -75,5 +80,43 @@ public final class Posix {
                 }
             }
         }
+    }
+
+    private static final class Gettid {
+        static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(
+                Linker.nativeLinker().defaultLookup().find("gettid").orElseThrow(), FunctionDescriptor.of(JAVA_INT));
+    }
+
+    /** @return the kernel's id of the calling thread ({@code gettid(2)}) */
+    public static int gettid() {
+        try {
+            return (int) Gettid.HANDLE.invokeExact();
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+    }
+
+    /**
+     * @param tid a thread of this process, from {@link #gettid()}
+     * @param fd  a descriptor
+     * @return true when that thread is inside {@code read(2)} on {@code fd} right now (the first two
+     *         fields of {@code /proc/self/task/<tid>/syscall}: the syscall number and its first argument)
+     * @throws IllegalStateException when the thread is gone or the architecture's read number is unknown here
+     */
+    public static boolean blockedInRead(int tid, int fd) {
+        int read = switch (System.getProperty("os.arch")) {
+            case "amd64", "x86_64" -> 0;
+            case "aarch64" -> 63;
+            default -> throw new IllegalStateException("read(2)'s syscall number on " + System.getProperty("os.arch"));
+        };
+        String text;
+        try {
+            text = Files.readString(Path.of("/proc/self/task/" + tid + "/syscall")).trim();
+        } catch (IOException e) {
+            throw new IllegalStateException("thread " + tid + ": " + e, e);
+        }
+        String[] fields = text.split(" ");
+        // "running" while in user space; "-1 <sp> <pc>" when blocked outside a syscall.
+        return fields.length >= 2 && fields[0].equals(Integer.toString(read)) && Long.decode(fields[1]) == fd;
     }
 }
