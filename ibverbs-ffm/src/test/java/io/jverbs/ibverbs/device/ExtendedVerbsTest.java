@@ -340,16 +340,8 @@ class ExtendedVerbsTest {
 
     /** An RC {@code ibv_qp_init_attr_ex} on this fixture's PD: {@link #DEPTH} requests and one SGE each way. */
     private static MemorySegment qpInitAttrEx(Arena arena, MemorySegment cq, int compMask, long sendOps) {
-        MemorySegment attr = arena.allocate(ibv_qp_init_attr_ex.LAYOUT);
-        ibv_qp_init_attr_ex.send_cq(attr, cq);
-        ibv_qp_init_attr_ex.recv_cq(attr, cq);
-        MemorySegment cap = ibv_qp_init_attr_ex.cap(attr);
-        ibv_qp_cap.max_send_wr(cap, DEPTH);
-        ibv_qp_cap.max_recv_wr(cap, DEPTH);
-        ibv_qp_cap.max_send_sge(cap, 1);
-        ibv_qp_cap.max_recv_sge(cap, 1);
-        ibv_qp_init_attr_ex.qp_type(attr, verbs_h.IBV_QPT_RC);
-        ibv_qp_init_attr_ex.sq_sig_all(attr, 0);
+        MemorySegment attr = Resources.fillQpInitAttr(arena.allocate(ibv_qp_init_attr_ex.LAYOUT), verbs_h.IBV_QPT_RC, cq, cq,
+                DEPTH);
         ibv_qp_init_attr_ex.comp_mask(attr, compMask);
         ibv_qp_init_attr_ex.pd(attr, dev.pd());
         ibv_qp_init_attr_ex.send_ops_flags(attr, sendOps);

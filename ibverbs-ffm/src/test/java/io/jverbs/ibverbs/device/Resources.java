@@ -54,7 +54,16 @@ public final class Resources {
 
     /** Fills a {@code struct ibv_qp_init_attr}: one SGE each way, {@code maxWr} requests each way, not all signaled. */
     public static MemorySegment qpInitAttr(Arena arena, int qpType, MemorySegment sendCq, MemorySegment recvCq, int maxWr) {
-        MemorySegment attr = arena.allocate(ibv_qp_init_attr.LAYOUT);
+        return fillQpInitAttr(arena.allocate(ibv_qp_init_attr.LAYOUT), qpType, sendCq, recvCq, maxWr);
+    }
+
+    /**
+     * Fills the {@code struct ibv_qp_init_attr} fields of {@code attr} as {@link #qpInitAttr} does;
+     * also right for a {@code struct ibv_qp_init_attr_ex}, which starts with the same fields
+     * (libibverbs itself casts one to the other).
+     */
+    public static MemorySegment fillQpInitAttr(MemorySegment attr, int qpType, MemorySegment sendCq, MemorySegment recvCq,
+                                               int maxWr) {
         ibv_qp_init_attr.send_cq(attr, sendCq);
         ibv_qp_init_attr.recv_cq(attr, recvCq);
         MemorySegment cap = ibv_qp_init_attr.cap(attr);
