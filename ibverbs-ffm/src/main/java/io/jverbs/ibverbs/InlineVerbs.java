@@ -119,7 +119,7 @@ public final class InlineVerbs {
     public static int ibv_post_send(MemorySegment qp, MemorySegment wr, MemorySegment badWr) {
         long fn = contextOp(qp, QP_CONTEXT, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
         try {
-            return (int) INT_WWW.invokeExact(MemorySegment.ofAddress(fn), pointer(qp), pointer(wr), pointer(badWr));
+            return (int) INT_WWW.invokeExact(MemorySegment.ofAddress(fn), qp.address(), pointer(wr), pointer(badWr));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -136,7 +136,7 @@ public final class InlineVerbs {
     public static int ibv_post_recv(MemorySegment qp, MemorySegment wr, MemorySegment badWr) {
         long fn = contextOp(qp, QP_CONTEXT, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
         try {
-            return (int) INT_WWW.invokeExact(MemorySegment.ofAddress(fn), pointer(qp), pointer(wr), pointer(badWr));
+            return (int) INT_WWW.invokeExact(MemorySegment.ofAddress(fn), qp.address(), pointer(wr), pointer(badWr));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -153,7 +153,7 @@ public final class InlineVerbs {
     public static int ibv_post_srq_recv(MemorySegment srq, MemorySegment wr, MemorySegment badWr) {
         long fn = contextOp(srq, SRQ_CONTEXT, ibv_context_ops.post_srq_recv$OFFSET, "ibv_post_srq_recv");
         try {
-            return (int) INT_WWW.invokeExact(MemorySegment.ofAddress(fn), pointer(srq), pointer(wr), pointer(badWr));
+            return (int) INT_WWW.invokeExact(MemorySegment.ofAddress(fn), srq.address(), pointer(wr), pointer(badWr));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -170,7 +170,7 @@ public final class InlineVerbs {
     public static int ibv_poll_cq(MemorySegment cq, int numEntries, MemorySegment wc) {
         long fn = contextOp(cq, CQ_CONTEXT, ibv_context_ops.poll_cq$OFFSET, "ibv_poll_cq");
         try {
-            return (int) INT_WIW.invokeExact(MemorySegment.ofAddress(fn), pointer(cq), numEntries, pointer(wc));
+            return (int) INT_WIW.invokeExact(MemorySegment.ofAddress(fn), cq.address(), numEntries, pointer(wc));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -320,7 +320,7 @@ public final class InlineVerbs {
      * @param qpx {@code struct ibv_qp_ex *}
      */
     public static void ibv_wr_start(MemorySegment qpx) {
-        voidP(qpOp(qpx, ibv_qp_ex.wr_start$OFFSET, "ibv_wr_start"), qpx);
+        voidP(slotOf(qpx, ibv_qp_ex.wr_start$OFFSET, "ibv_wr_start"), qpx);
     }
 
     /**
@@ -330,7 +330,7 @@ public final class InlineVerbs {
      * @return 0, or an errno
      */
     public static int ibv_wr_complete(MemorySegment qpx) {
-        return intP(qpOp(qpx, ibv_qp_ex.wr_complete$OFFSET, "ibv_wr_complete"), qpx);
+        return intP(slotOf(qpx, ibv_qp_ex.wr_complete$OFFSET, "ibv_wr_complete"), qpx);
     }
 
     /**
@@ -338,7 +338,7 @@ public final class InlineVerbs {
      * @param qpx {@code struct ibv_qp_ex *}
      */
     public static void ibv_wr_abort(MemorySegment qpx) {
-        voidP(qpOp(qpx, ibv_qp_ex.wr_abort$OFFSET, "ibv_wr_abort"), qpx);
+        voidP(slotOf(qpx, ibv_qp_ex.wr_abort$OFFSET, "ibv_wr_abort"), qpx);
     }
 
     /**
@@ -349,7 +349,7 @@ public final class InlineVerbs {
      * @param remoteAddr remote virtual address
      */
     public static void ibv_wr_rdma_write(MemorySegment qpx, int rkey, long remoteAddr) {
-        voidPIL(qpOp(qpx, ibv_qp_ex.wr_rdma_write$OFFSET, "ibv_wr_rdma_write"), qpx, rkey, remoteAddr);
+        voidPIL(slotOf(qpx, ibv_qp_ex.wr_rdma_write$OFFSET, "ibv_wr_rdma_write"), qpx, rkey, remoteAddr);
     }
 
     /**
@@ -362,7 +362,7 @@ public final class InlineVerbs {
      */
     public static void ibv_wr_rdma_write_imm(MemorySegment qpx, int rkey, long remoteAddr, int immData) {
         try {
-            VOID_PILI.invokeExact(qpOp(qpx, ibv_qp_ex.wr_rdma_write_imm$OFFSET, "ibv_wr_rdma_write_imm"), qpx, rkey, remoteAddr, immData);
+            VOID_PILI.invokeExact(slotOf(qpx, ibv_qp_ex.wr_rdma_write_imm$OFFSET, "ibv_wr_rdma_write_imm"), qpx, rkey, remoteAddr, immData);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -376,7 +376,7 @@ public final class InlineVerbs {
      * @param remoteAddr remote virtual address
      */
     public static void ibv_wr_rdma_read(MemorySegment qpx, int rkey, long remoteAddr) {
-        voidPIL(qpOp(qpx, ibv_qp_ex.wr_rdma_read$OFFSET, "ibv_wr_rdma_read"), qpx, rkey, remoteAddr);
+        voidPIL(slotOf(qpx, ibv_qp_ex.wr_rdma_read$OFFSET, "ibv_wr_rdma_read"), qpx, rkey, remoteAddr);
     }
 
     /**
@@ -390,7 +390,7 @@ public final class InlineVerbs {
      */
     public static void ibv_wr_atomic_cmp_swp(MemorySegment qpx, int rkey, long remoteAddr, long compare, long swap) {
         try {
-            VOID_PILLL.invokeExact(qpOp(qpx, ibv_qp_ex.wr_atomic_cmp_swp$OFFSET, "ibv_wr_atomic_cmp_swp"), qpx, rkey, remoteAddr,
+            VOID_PILLL.invokeExact(slotOf(qpx, ibv_qp_ex.wr_atomic_cmp_swp$OFFSET, "ibv_wr_atomic_cmp_swp"), qpx, rkey, remoteAddr,
                     compare, swap);
         } catch (Throwable t) {
             throw rethrow(t);
@@ -407,7 +407,7 @@ public final class InlineVerbs {
      */
     public static void ibv_wr_atomic_fetch_add(MemorySegment qpx, int rkey, long remoteAddr, long add) {
         try {
-            VOID_PILL.invokeExact(qpOp(qpx, ibv_qp_ex.wr_atomic_fetch_add$OFFSET, "ibv_wr_atomic_fetch_add"), qpx, rkey, remoteAddr, add);
+            VOID_PILL.invokeExact(slotOf(qpx, ibv_qp_ex.wr_atomic_fetch_add$OFFSET, "ibv_wr_atomic_fetch_add"), qpx, rkey, remoteAddr, add);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -423,7 +423,7 @@ public final class InlineVerbs {
      */
     public static void ibv_wr_atomic_write(MemorySegment qpx, int rkey, long remoteAddr, MemorySegment atomicWr) {
         try {
-            VOID_PILP.invokeExact(qpOp(qpx, ibv_qp_ex.wr_atomic_write$OFFSET, "ibv_wr_atomic_write"), qpx, rkey, remoteAddr, atomicWr);
+            VOID_PILP.invokeExact(slotOf(qpx, ibv_qp_ex.wr_atomic_write$OFFSET, "ibv_wr_atomic_write"), qpx, rkey, remoteAddr, atomicWr);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -439,7 +439,7 @@ public final class InlineVerbs {
      */
     public static void ibv_wr_bind_mw(MemorySegment qpx, MemorySegment mw, int rkey, MemorySegment bindInfo) {
         try {
-            VOID_PPIP.invokeExact(qpOp(qpx, ibv_qp_ex.wr_bind_mw$OFFSET, "ibv_wr_bind_mw"), qpx, mw, rkey, bindInfo);
+            VOID_PPIP.invokeExact(slotOf(qpx, ibv_qp_ex.wr_bind_mw$OFFSET, "ibv_wr_bind_mw"), qpx, mw, rkey, bindInfo);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -451,7 +451,7 @@ public final class InlineVerbs {
      * @param invalidateRkey the rkey to invalidate
      */
     public static void ibv_wr_local_inv(MemorySegment qpx, int invalidateRkey) {
-        voidPI(qpOp(qpx, ibv_qp_ex.wr_local_inv$OFFSET, "ibv_wr_local_inv"), qpx, invalidateRkey);
+        voidPI(slotOf(qpx, ibv_qp_ex.wr_local_inv$OFFSET, "ibv_wr_local_inv"), qpx, invalidateRkey);
     }
 
     /**
@@ -459,7 +459,7 @@ public final class InlineVerbs {
      * @param qpx {@code struct ibv_qp_ex *}
      */
     public static void ibv_wr_send(MemorySegment qpx) {
-        voidP(qpOp(qpx, ibv_qp_ex.wr_send$OFFSET, "ibv_wr_send"), qpx);
+        voidP(slotOf(qpx, ibv_qp_ex.wr_send$OFFSET, "ibv_wr_send"), qpx);
     }
 
     /**
@@ -468,7 +468,7 @@ public final class InlineVerbs {
      * @param immData immediate data, network byte order
      */
     public static void ibv_wr_send_imm(MemorySegment qpx, int immData) {
-        voidPI(qpOp(qpx, ibv_qp_ex.wr_send_imm$OFFSET, "ibv_wr_send_imm"), qpx, immData);
+        voidPI(slotOf(qpx, ibv_qp_ex.wr_send_imm$OFFSET, "ibv_wr_send_imm"), qpx, immData);
     }
 
     /**
@@ -477,7 +477,7 @@ public final class InlineVerbs {
      * @param invalidateRkey the remote rkey to invalidate
      */
     public static void ibv_wr_send_inv(MemorySegment qpx, int invalidateRkey) {
-        voidPI(qpOp(qpx, ibv_qp_ex.wr_send_inv$OFFSET, "ibv_wr_send_inv"), qpx, invalidateRkey);
+        voidPI(slotOf(qpx, ibv_qp_ex.wr_send_inv$OFFSET, "ibv_wr_send_inv"), qpx, invalidateRkey);
     }
 
     /**
@@ -490,7 +490,7 @@ public final class InlineVerbs {
      */
     public static void ibv_wr_send_tso(MemorySegment qpx, MemorySegment hdr, short hdrSz, short mss) {
         try {
-            VOID_PPSS.invokeExact(qpOp(qpx, ibv_qp_ex.wr_send_tso$OFFSET, "ibv_wr_send_tso"), qpx, hdr, hdrSz, mss);
+            VOID_PPSS.invokeExact(slotOf(qpx, ibv_qp_ex.wr_send_tso$OFFSET, "ibv_wr_send_tso"), qpx, hdr, hdrSz, mss);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -506,7 +506,7 @@ public final class InlineVerbs {
      */
     public static void ibv_wr_set_ud_addr(MemorySegment qpx, MemorySegment ah, int remoteQpn, int remoteQkey) {
         try {
-            VOID_PPII.invokeExact(qpOp(qpx, ibv_qp_ex.wr_set_ud_addr$OFFSET, "ibv_wr_set_ud_addr"), qpx, ah, remoteQpn, remoteQkey);
+            VOID_PPII.invokeExact(slotOf(qpx, ibv_qp_ex.wr_set_ud_addr$OFFSET, "ibv_wr_set_ud_addr"), qpx, ah, remoteQpn, remoteQkey);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -518,7 +518,7 @@ public final class InlineVerbs {
      * @param remoteSrqn the remote XRC SRQ number
      */
     public static void ibv_wr_set_xrc_srqn(MemorySegment qpx, int remoteSrqn) {
-        voidPI(qpOp(qpx, ibv_qp_ex.wr_set_xrc_srqn$OFFSET, "ibv_wr_set_xrc_srqn"), qpx, remoteSrqn);
+        voidPI(slotOf(qpx, ibv_qp_ex.wr_set_xrc_srqn$OFFSET, "ibv_wr_set_xrc_srqn"), qpx, remoteSrqn);
     }
 
     /**
@@ -530,7 +530,7 @@ public final class InlineVerbs {
      */
     public static void ibv_wr_set_inline_data(MemorySegment qpx, MemorySegment addr, long length) {
         try {
-            VOID_PPL.invokeExact(qpOp(qpx, ibv_qp_ex.wr_set_inline_data$OFFSET, "ibv_wr_set_inline_data"), qpx, addr, length);
+            VOID_PPL.invokeExact(slotOf(qpx, ibv_qp_ex.wr_set_inline_data$OFFSET, "ibv_wr_set_inline_data"), qpx, addr, length);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -544,7 +544,7 @@ public final class InlineVerbs {
      * @param bufList {@code const struct ibv_data_buf *}
      */
     public static void ibv_wr_set_inline_data_list(MemorySegment qpx, long numBuf, MemorySegment bufList) {
-        voidPLP(qpOp(qpx, ibv_qp_ex.wr_set_inline_data_list$OFFSET, "ibv_wr_set_inline_data_list"), qpx, numBuf, bufList);
+        voidPLP(slotOf(qpx, ibv_qp_ex.wr_set_inline_data_list$OFFSET, "ibv_wr_set_inline_data_list"), qpx, numBuf, bufList);
     }
 
     /**
@@ -557,7 +557,7 @@ public final class InlineVerbs {
      */
     public static void ibv_wr_set_sge(MemorySegment qpx, int lkey, long addr, int length) {
         try {
-            VOID_PILI.invokeExact(qpOp(qpx, ibv_qp_ex.wr_set_sge$OFFSET, "ibv_wr_set_sge"), qpx, lkey, addr, length);
+            VOID_PILI.invokeExact(slotOf(qpx, ibv_qp_ex.wr_set_sge$OFFSET, "ibv_wr_set_sge"), qpx, lkey, addr, length);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -571,7 +571,7 @@ public final class InlineVerbs {
      * @param sgList {@code const struct ibv_sge *}
      */
     public static void ibv_wr_set_sge_list(MemorySegment qpx, long numSge, MemorySegment sgList) {
-        voidPLP(qpOp(qpx, ibv_qp_ex.wr_set_sge_list$OFFSET, "ibv_wr_set_sge_list"), qpx, numSge, sgList);
+        voidPLP(slotOf(qpx, ibv_qp_ex.wr_set_sge_list$OFFSET, "ibv_wr_set_sge_list"), qpx, numSge, sgList);
     }
 
     // ---- ibv_cq_ex: the extended poll API ----
@@ -585,7 +585,7 @@ public final class InlineVerbs {
      */
     public static int ibv_start_poll(MemorySegment cq, MemorySegment attr) {
         try {
-            return (int) INT_PP.invokeExact(cqOp(cq, ibv_cq_ex.start_poll$OFFSET, "ibv_start_poll"), cq, attr);
+            return (int) INT_PP.invokeExact(slotOf(cq, ibv_cq_ex.start_poll$OFFSET, "ibv_start_poll"), cq, attr);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -597,7 +597,7 @@ public final class InlineVerbs {
      * @return 0, ENOENT when no more, or an errno
      */
     public static int ibv_next_poll(MemorySegment cq) {
-        return intP(cqOp(cq, ibv_cq_ex.next_poll$OFFSET, "ibv_next_poll"), cq);
+        return intP(slotOf(cq, ibv_cq_ex.next_poll$OFFSET, "ibv_next_poll"), cq);
     }
 
     /**
@@ -605,7 +605,7 @@ public final class InlineVerbs {
      * @param cq {@code struct ibv_cq_ex *}
      */
     public static void ibv_end_poll(MemorySegment cq) {
-        voidP(cqOp(cq, ibv_cq_ex.end_poll$OFFSET, "ibv_end_poll"), cq);
+        voidP(slotOf(cq, ibv_cq_ex.end_poll$OFFSET, "ibv_end_poll"), cq);
     }
 
     /**
@@ -614,7 +614,7 @@ public final class InlineVerbs {
      * @return {@code enum ibv_wc_opcode}
      */
     public static int ibv_wc_read_opcode(MemorySegment cq) {
-        return intP(cqOp(cq, ibv_cq_ex.read_opcode$OFFSET, "ibv_wc_read_opcode"), cq);
+        return intP(slotOf(cq, ibv_cq_ex.read_opcode$OFFSET, "ibv_wc_read_opcode"), cq);
     }
 
     /**
@@ -623,7 +623,7 @@ public final class InlineVerbs {
      * @return the vendor error
      */
     public static int ibv_wc_read_vendor_err(MemorySegment cq) {
-        return intP(cqOp(cq, ibv_cq_ex.read_vendor_err$OFFSET, "ibv_wc_read_vendor_err"), cq);
+        return intP(slotOf(cq, ibv_cq_ex.read_vendor_err$OFFSET, "ibv_wc_read_vendor_err"), cq);
     }
 
     /**
@@ -632,7 +632,7 @@ public final class InlineVerbs {
      * @return bytes transferred
      */
     public static int ibv_wc_read_byte_len(MemorySegment cq) {
-        return intP(cqOp(cq, ibv_cq_ex.read_byte_len$OFFSET, "ibv_wc_read_byte_len"), cq);
+        return intP(slotOf(cq, ibv_cq_ex.read_byte_len$OFFSET, "ibv_wc_read_byte_len"), cq);
     }
 
     /**
@@ -641,7 +641,7 @@ public final class InlineVerbs {
      * @return immediate data, network byte order
      */
     public static int ibv_wc_read_imm_data(MemorySegment cq) {
-        return intP(cqOp(cq, ibv_cq_ex.read_imm_data$OFFSET, "ibv_wc_read_imm_data"), cq);
+        return intP(slotOf(cq, ibv_cq_ex.read_imm_data$OFFSET, "ibv_wc_read_imm_data"), cq);
     }
 
     /**
@@ -650,7 +650,7 @@ public final class InlineVerbs {
      * @return the rkey
      */
     public static int ibv_wc_read_invalidated_rkey(MemorySegment cq) {
-        return intP(cqOp(cq, ibv_cq_ex.read_imm_data$OFFSET, "ibv_wc_read_invalidated_rkey"), cq);
+        return intP(slotOf(cq, ibv_cq_ex.read_imm_data$OFFSET, "ibv_wc_read_invalidated_rkey"), cq);
     }
 
     /**
@@ -659,7 +659,7 @@ public final class InlineVerbs {
      * @return the local QP number
      */
     public static int ibv_wc_read_qp_num(MemorySegment cq) {
-        return intP(cqOp(cq, ibv_cq_ex.read_qp_num$OFFSET, "ibv_wc_read_qp_num"), cq);
+        return intP(slotOf(cq, ibv_cq_ex.read_qp_num$OFFSET, "ibv_wc_read_qp_num"), cq);
     }
 
     /**
@@ -668,7 +668,7 @@ public final class InlineVerbs {
      * @return the source QP number (UD)
      */
     public static int ibv_wc_read_src_qp(MemorySegment cq) {
-        return intP(cqOp(cq, ibv_cq_ex.read_src_qp$OFFSET, "ibv_wc_read_src_qp"), cq);
+        return intP(slotOf(cq, ibv_cq_ex.read_src_qp$OFFSET, "ibv_wc_read_src_qp"), cq);
     }
 
     /**
@@ -677,7 +677,7 @@ public final class InlineVerbs {
      * @return {@code IBV_WC_*} flags
      */
     public static int ibv_wc_read_wc_flags(MemorySegment cq) {
-        return intP(cqOp(cq, ibv_cq_ex.read_wc_flags$OFFSET, "ibv_wc_read_wc_flags"), cq);
+        return intP(slotOf(cq, ibv_cq_ex.read_wc_flags$OFFSET, "ibv_wc_read_wc_flags"), cq);
     }
 
     /**
@@ -686,7 +686,7 @@ public final class InlineVerbs {
      * @return the source LID
      */
     public static int ibv_wc_read_slid(MemorySegment cq) {
-        return intP(cqOp(cq, ibv_cq_ex.read_slid$OFFSET, "ibv_wc_read_slid"), cq);
+        return intP(slotOf(cq, ibv_cq_ex.read_slid$OFFSET, "ibv_wc_read_slid"), cq);
     }
 
     /**
@@ -695,7 +695,7 @@ public final class InlineVerbs {
      * @return the service level
      */
     public static byte ibv_wc_read_sl(MemorySegment cq) {
-        return byteP(cqOp(cq, ibv_cq_ex.read_sl$OFFSET, "ibv_wc_read_sl"), cq);
+        return byteP(slotOf(cq, ibv_cq_ex.read_sl$OFFSET, "ibv_wc_read_sl"), cq);
     }
 
     /**
@@ -704,7 +704,7 @@ public final class InlineVerbs {
      * @return the DLID path bits
      */
     public static byte ibv_wc_read_dlid_path_bits(MemorySegment cq) {
-        return byteP(cqOp(cq, ibv_cq_ex.read_dlid_path_bits$OFFSET, "ibv_wc_read_dlid_path_bits"), cq);
+        return byteP(slotOf(cq, ibv_cq_ex.read_dlid_path_bits$OFFSET, "ibv_wc_read_dlid_path_bits"), cq);
     }
 
     /**
@@ -713,7 +713,7 @@ public final class InlineVerbs {
      * @return the device timestamp
      */
     public static long ibv_wc_read_completion_ts(MemorySegment cq) {
-        return longP(cqOp(cq, ibv_cq_ex.read_completion_ts$OFFSET, "ibv_wc_read_completion_ts"), cq);
+        return longP(slotOf(cq, ibv_cq_ex.read_completion_ts$OFFSET, "ibv_wc_read_completion_ts"), cq);
     }
 
     /**
@@ -722,7 +722,7 @@ public final class InlineVerbs {
      * @return wall-clock nanoseconds
      */
     public static long ibv_wc_read_completion_wallclock_ns(MemorySegment cq) {
-        return longP(cqOp(cq, ibv_cq_ex.read_completion_wallclock_ns$OFFSET, "ibv_wc_read_completion_wallclock_ns"), cq);
+        return longP(slotOf(cq, ibv_cq_ex.read_completion_wallclock_ns$OFFSET, "ibv_wc_read_completion_wallclock_ns"), cq);
     }
 
     /**
@@ -732,7 +732,7 @@ public final class InlineVerbs {
      */
     public static short ibv_wc_read_cvlan(MemorySegment cq) {
         try {
-            return (short) SHORT_P.invokeExact(cqOp(cq, ibv_cq_ex.read_cvlan$OFFSET, "ibv_wc_read_cvlan"), cq);
+            return (short) SHORT_P.invokeExact(slotOf(cq, ibv_cq_ex.read_cvlan$OFFSET, "ibv_wc_read_cvlan"), cq);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -744,7 +744,7 @@ public final class InlineVerbs {
      * @return the flow tag
      */
     public static int ibv_wc_read_flow_tag(MemorySegment cq) {
-        return intP(cqOp(cq, ibv_cq_ex.read_flow_tag$OFFSET, "ibv_wc_read_flow_tag"), cq);
+        return intP(slotOf(cq, ibv_cq_ex.read_flow_tag$OFFSET, "ibv_wc_read_flow_tag"), cq);
     }
 
     /**
@@ -754,7 +754,7 @@ public final class InlineVerbs {
      */
     public static void ibv_wc_read_tm_info(MemorySegment cq, MemorySegment tmInfo) {
         try {
-            VOID_PP.invokeExact(cqOp(cq, ibv_cq_ex.read_tm_info$OFFSET, "ibv_wc_read_tm_info"), cq, tmInfo);
+            VOID_PP.invokeExact(slotOf(cq, ibv_cq_ex.read_tm_info$OFFSET, "ibv_wc_read_tm_info"), cq, tmInfo);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -771,7 +771,7 @@ public final class InlineVerbs {
 
     // ---- dispatch ----
 
-    /** The function pointer at {@code obj->context->ops.<slot>}. */
+    /** The function pointer at {@code obj->context->ops.<slot>}; {@code obj} is checked native, alive and non-NULL. */
     private static long contextOp(MemorySegment obj, long contextOffset, long opOffset, String verb) {
         long object = nonNull(obj, verb);
         long context = ALL.get(WORD, object + contextOffset);
@@ -804,14 +804,6 @@ public final class InlineVerbs {
 
     private static MemorySegment op(long vctx, long opOffset) {
         return MemorySegment.ofAddress(ALL.get(WORD, vctx + opOffset));
-    }
-
-    private static MemorySegment qpOp(MemorySegment qpx, long slot, String verb) {
-        return slotOf(qpx, slot, verb);
-    }
-
-    private static MemorySegment cqOp(MemorySegment cq, long slot, String verb) {
-        return slotOf(cq, slot, verb);
     }
 
     private static MemorySegment slotOf(MemorySegment obj, long slot, String verb) {
