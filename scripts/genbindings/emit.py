@@ -291,7 +291,7 @@ class Emitter:
             '            MethodHandle h = null;',
             '            Throwable unavailable = null;',
             '            try {',
-            f'                h = Native.downcall({lib_expr}, "{lib_name}", "{f.name}", DESC, {str(errno).lower()});',
+            f'                h = NativeAccess.downcall({lib_expr}, "{lib_name}", "{f.name}", DESC, {str(errno).lower()});',
             '            } catch (RuntimeException | LinkageError e) {',
             '                unavailable = e; // reported when the function is called, not when the class loads',
             '            }',

@@ -13,6 +13,7 @@ import io.jverbs.ibverbs.raw.ibv_query_device_ex_input;
 import io.jverbs.ibverbs.raw.ibv_srq;
 import io.jverbs.ibverbs.raw.verbs_context;
 import io.jverbs.ibverbs.raw.verbs_h;
+import io.jverbs.ibverbs.internal.NativeAccess;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
@@ -51,7 +52,7 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  */
 public final class InlineVerbs {
     /** Reads native memory by absolute address without making a new segment for each read. */
-    private static final MemorySegment ALL = Native.everything();
+    private static final MemorySegment ALL = NativeAccess.everything();
     /** A pointer-sized word; the verbs structs keep their pointers aligned, so no alignment check is needed. */
     private static final ValueLayout.OfLong WORD = ValueLayout.JAVA_LONG_UNALIGNED;
 
@@ -92,18 +93,18 @@ public final class InlineVerbs {
     private static final MethodHandle VOID_PPL = critical(FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_LONG));
     private static final MethodHandle VOID_PLP = critical(FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, ADDRESS));
     // Slow-path signatures: ordinary downcalls (they may sleep in the kernel).
-    private static final MethodHandle SLOW_INT_PBPL = Native.pointerDowncall(
+    private static final MethodHandle SLOW_INT_PBPL = NativeAccess.pointerDowncall(
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS, JAVA_LONG), false);
-    private static final MethodHandle SLOW_INT_PPPL = Native.pointerDowncall(
+    private static final MethodHandle SLOW_INT_PPPL = NativeAccess.pointerDowncall(
             FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG), false);
-    private static final MethodHandle SLOW_PTR_PP_ERRNO = Native.pointerDowncallCapturingErrno(
+    private static final MethodHandle SLOW_PTR_PP_ERRNO = NativeAccess.pointerDowncallCapturingErrno(
             FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
 
     private InlineVerbs() {
     }
 
     private static MethodHandle critical(FunctionDescriptor descriptor) {
-        return Native.pointerDowncall(descriptor, true);
+        return NativeAccess.pointerDowncall(descriptor, true);
     }
 
     // ---- the ibv_context_ops data path ----

@@ -1,5 +1,6 @@
 package io.jverbs.ibverbs;
 
+import io.jverbs.ibverbs.internal.NativeAccess;
 import io.jverbs.ibverbs.raw.verbs_h;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -58,13 +59,13 @@ class NativeTest {
     @Test
     void missingLibraryNamesThePackage() {
         UnsatisfiedLinkError e = assertThrows(UnsatisfiedLinkError.class,
-                () -> Native.load("libjverbs-does-not-exist.so.1", "jverbs-missing-pkg"));
+                () -> NativeAccess.load("libjverbs-does-not-exist.so.1", "jverbs-missing-pkg"));
         assertTrue(e.getMessage().contains("apt-get install jverbs-missing-pkg"), e.getMessage());
     }
 
     @Test
     void missingSymbolIsUnsupportedNotACrash() {
-        UnsupportedVerbException e = assertThrows(UnsupportedVerbException.class, () -> Native.downcall(Native.libibverbs(),
+        UnsupportedVerbException e = assertThrows(UnsupportedVerbException.class, () -> NativeAccess.downcall(NativeAccess.libibverbs(),
                 "libibverbs.so.1", "ibv_jverbs_no_such_verb", java.lang.foreign.FunctionDescriptor.ofVoid(), false));
         assertEquals("ibv_jverbs_no_such_verb", e.verb());
         assertTrue(e.getMessage().contains("not exported"), e.getMessage());
@@ -113,7 +114,7 @@ class NativeTest {
     /** Entry point of a child JVM of {@link #deniedNativeAccessNamesTheFlag}: the library first. */
     public static final class LoadLibIbverbs {
         public static void main(String[] args) {
-            Native.libibverbs();
+            NativeAccess.libibverbs();
             System.out.println("loaded without native access?");
         }
     }

@@ -7,6 +7,7 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.UnsupportedVerbException;
+import io.jverbs.ibverbs.internal.NativeAccess;
 
 /** Constants and functions of {@code <infiniband/verbs.h>}. */
 public final class verbs_h {
@@ -1019,7 +1020,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_wc_status_str", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_wc_status_str", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1081,7 +1082,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_rate_to_mult", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_rate_to_mult", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1143,7 +1144,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "mult_to_ibv_rate", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "mult_to_ibv_rate", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1205,7 +1206,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_rate_to_mbps", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_rate_to_mbps", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1267,7 +1268,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "mbps_to_ibv_rate", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "mbps_to_ibv_rate", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1329,7 +1330,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_qp_to_qp_ex", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_qp_to_qp_ex", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1391,7 +1392,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_get_device_list", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_get_device_list", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1453,7 +1454,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_free_device_list", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_free_device_list", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1514,7 +1515,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_get_device_name", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_get_device_name", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1576,7 +1577,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_get_device_index", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_get_device_index", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1638,7 +1639,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_get_device_guid", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_get_device_guid", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1700,7 +1701,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_open_device", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_open_device", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1762,7 +1763,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_close_device", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_close_device", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1824,7 +1825,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_import_device", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_import_device", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1886,7 +1887,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_import_pd", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_import_pd", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1949,7 +1950,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_unimport_pd", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_unimport_pd", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2010,7 +2011,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_import_mr", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_import_mr", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2073,7 +2074,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_unimport_mr", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_unimport_mr", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2134,7 +2135,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_import_dm", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_import_dm", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2197,7 +2198,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_unimport_dm", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_unimport_dm", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2258,7 +2259,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_get_async_event", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_get_async_event", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2321,7 +2322,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_ack_async_event", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_ack_async_event", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2382,7 +2383,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_query_device", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_query_device", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2445,7 +2446,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_query_port", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_query_port", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2509,7 +2510,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_query_gid", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_query_gid", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2574,7 +2575,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "_ibv_query_gid_ex", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "_ibv_query_gid_ex", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2641,7 +2642,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "_ibv_query_gid_table", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "_ibv_query_gid_table", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2707,7 +2708,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_query_pkey", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_query_pkey", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2772,7 +2773,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_get_pkey_index", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_get_pkey_index", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2836,7 +2837,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_alloc_pd", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_alloc_pd", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2898,7 +2899,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_dealloc_pd", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_dealloc_pd", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2960,7 +2961,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_reg_mr_iova2", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_reg_mr_iova2", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3026,7 +3027,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_reg_mr", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_reg_mr", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3091,7 +3092,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_reg_mr_iova", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_reg_mr_iova", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3157,7 +3158,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_reg_dmabuf_mr", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_reg_dmabuf_mr", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3224,7 +3225,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_rereg_mr", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_rereg_mr", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3291,7 +3292,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_dereg_mr", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_dereg_mr", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3353,7 +3354,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_create_comp_channel", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_create_comp_channel", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3415,7 +3416,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_destroy_comp_channel", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_destroy_comp_channel", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3477,7 +3478,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_create_cq", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_create_cq", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3543,7 +3544,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_resize_cq", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_resize_cq", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3606,7 +3607,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_destroy_cq", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_destroy_cq", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3668,7 +3669,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_get_cq_event", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_get_cq_event", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3732,7 +3733,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_ack_cq_events", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_ack_cq_events", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3794,7 +3795,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_create_srq", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_create_srq", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3857,7 +3858,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_modify_srq", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_modify_srq", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3921,7 +3922,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_query_srq", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_query_srq", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -3984,7 +3985,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_destroy_srq", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_destroy_srq", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4046,7 +4047,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_create_qp", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_create_qp", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4109,7 +4110,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_modify_qp", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_modify_qp", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4173,7 +4174,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_query_qp_data_in_order", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_query_qp_data_in_order", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4237,7 +4238,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_query_qp", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_query_qp", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4302,7 +4303,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_destroy_qp", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_destroy_qp", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4364,7 +4365,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_create_ah", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_create_ah", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4427,7 +4428,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_init_ah_from_wc", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_init_ah_from_wc", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4493,7 +4494,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_create_ah_from_wc", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_create_ah_from_wc", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4558,7 +4559,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_destroy_ah", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_destroy_ah", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4620,7 +4621,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_attach_mcast", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_attach_mcast", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4684,7 +4685,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_detach_mcast", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_detach_mcast", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4748,7 +4749,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_fork_init", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_fork_init", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4809,7 +4810,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_is_fork_initialized", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_is_fork_initialized", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4870,7 +4871,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_node_type_str", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_node_type_str", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4932,7 +4933,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_port_state_str", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_port_state_str", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -4994,7 +4995,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_event_type_str", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_event_type_str", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -5056,7 +5057,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_resolve_eth_l2_from_gid", DESC, true);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_resolve_eth_l2_from_gid", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -5121,7 +5122,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_set_ece", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_set_ece", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -5184,7 +5185,7 @@ public final class verbs_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(Native.libibverbs(), "libibverbs.so.1", "ibv_query_ece", DESC, false);
+                h = NativeAccess.downcall(NativeAccess.libibverbs(), "libibverbs.so.1", "ibv_query_ece", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }

@@ -1,5 +1,6 @@
 package io.jverbs.ibverbs.device;
 
+import io.jverbs.ibverbs.internal.NativeAccess;
 import io.jverbs.ibverbs.Native;
 
 import java.io.IOException;
@@ -58,10 +59,10 @@ final class ResourceLeakCheck implements AutoCloseable {
         MethodHandle getDevices;
         MethodHandle freeDevices;
         try {
-            SymbolLookup lib = Native.load("librdmacm.so.1", "librdmacm1");
-            getDevices = Native.downcall(lib, "librdmacm.so.1", "rdma_get_devices",
+            SymbolLookup lib = NativeAccess.load("librdmacm.so.1", "librdmacm1");
+            getDevices = NativeAccess.downcall(lib, "librdmacm.so.1", "rdma_get_devices",
                     FunctionDescriptor.of(ADDRESS, ADDRESS), false);
-            freeDevices = Native.downcall(lib, "librdmacm.so.1", "rdma_free_devices",
+            freeDevices = NativeAccess.downcall(lib, "librdmacm.so.1", "rdma_free_devices",
                     FunctionDescriptor.ofVoid(ADDRESS), false);
         } catch (RuntimeException | UnsatisfiedLinkError e) {
             return; // no librdmacm: nothing can open its cache either

@@ -7,7 +7,8 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.UnsupportedVerbException;
-import io.jverbs.rdmacm.RdmaCmNative;
+import io.jverbs.ibverbs.internal.NativeAccess;
+import io.jverbs.rdmacm.internal.RdmaCmLibrary;
 
 /** Constants and functions of {@code <rdma/rdma_cma.h>} and {@code <rdma/rdma_verbs.h>}. */
 public final class rdma_cma_h {
@@ -142,7 +143,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_create_event_channel", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_create_event_channel", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -203,7 +204,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_destroy_event_channel", DESC, false);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_destroy_event_channel", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -264,7 +265,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_create_id", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_create_id", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -329,7 +330,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_create_ep", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_create_ep", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -394,7 +395,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_destroy_ep", DESC, false);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_destroy_ep", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -455,7 +456,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_destroy_id", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_destroy_id", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -517,7 +518,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_bind_addr", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_bind_addr", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -580,7 +581,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_resolve_addr", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_resolve_addr", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -645,7 +646,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_resolve_route", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_resolve_route", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -708,7 +709,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_create_qp", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_create_qp", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -772,7 +773,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_create_qp_ex", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_create_qp_ex", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -835,7 +836,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_destroy_qp", DESC, false);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_destroy_qp", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -896,7 +897,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_connect", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_connect", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -959,7 +960,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_establish", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_establish", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1021,7 +1022,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_listen", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_listen", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1084,7 +1085,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_get_request", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_get_request", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1147,7 +1148,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_accept", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_accept", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1210,7 +1211,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_reject", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_reject", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1274,7 +1275,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_reject_ece", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_reject_ece", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1338,7 +1339,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_notify", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_notify", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1401,7 +1402,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_disconnect", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_disconnect", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1463,7 +1464,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_join_multicast", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_join_multicast", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1527,7 +1528,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_leave_multicast", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_leave_multicast", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1590,7 +1591,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_join_multicast_ex", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_join_multicast_ex", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1654,7 +1655,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_get_cm_event", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_get_cm_event", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1717,7 +1718,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_ack_cm_event", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_ack_cm_event", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1779,7 +1780,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_get_src_port", DESC, false);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_get_src_port", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1841,7 +1842,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_get_dst_port", DESC, false);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_get_dst_port", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1903,7 +1904,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_get_devices", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_get_devices", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -1965,7 +1966,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_free_devices", DESC, false);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_free_devices", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2026,7 +2027,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_event_str", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_event_str", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2088,7 +2089,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_set_option", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_set_option", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2154,7 +2155,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_migrate_id", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_migrate_id", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2217,7 +2218,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_getaddrinfo", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_getaddrinfo", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2282,7 +2283,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_freeaddrinfo", DESC, false);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_freeaddrinfo", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2343,7 +2344,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_init_qp_attr", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_init_qp_attr", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2407,7 +2408,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_set_local_ece", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_set_local_ece", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2470,7 +2471,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_get_remote_ece", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_get_remote_ece", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2533,7 +2534,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_create_srq", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_create_srq", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2597,7 +2598,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_create_srq_ex", DESC, true);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_create_srq_ex", DESC, true);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }
@@ -2660,7 +2661,7 @@ public final class rdma_cma_h {
             MethodHandle h = null;
             Throwable unavailable = null;
             try {
-                h = Native.downcall(RdmaCmNative.librdmacm(), "librdmacm.so.1", "rdma_destroy_srq", DESC, false);
+                h = NativeAccess.downcall(RdmaCmLibrary.librdmacm(), "librdmacm.so.1", "rdma_destroy_srq", DESC, false);
             } catch (RuntimeException | LinkageError e) {
                 unavailable = e; // reported when the function is called, not when the class loads
             }

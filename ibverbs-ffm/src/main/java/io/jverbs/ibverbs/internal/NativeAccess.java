@@ -1,0 +1,155 @@
+package io.jverbs.ibverbs.internal;
+
+import io.jverbs.ibverbs.Native;
+import io.jverbs.ibverbs.UnsupportedVerbException;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * The restricted powers of jverbs — loading libraries, making downcall handles, reading memory by
+ * absolute address — kept out of the public API. This package is exported only to jverbs' own
+ * modules, so a module that was never granted native access cannot use jverbs to obtain an
+ * all-of-memory segment or a call-any-address handle.
+ *
+ * <p>Libraries are loaded by their run-time names into the global arena, once, and stay loaded
+ * for the life of the JVM. All methods are thread-safe.
+ */
+public final class NativeAccess {
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
+    private static final ConcurrentHashMap<String, SymbolLookup> LIBRARIES = new ConcurrentHashMap<>();
+    private static final AtomicBoolean WARNED_NATIVE_ACCESS = new AtomicBoolean();
+
+    private NativeAccess() {
+    }
+
+    /**
+     * Loads a shared library once and returns its symbols.
+     *
+     * @param soname        the run-time name, such as {@code "libibverbs.so.1"}
+     * @param debianPackage the Debian/Ubuntu package that ships it, named in the error
+     * @return the library's symbols; the library stays loaded for the life of the JVM
+     * @throws UnsatisfiedLinkError   when the library cannot be loaded (the message names the package)
+     * @throws IllegalCallerException when native access is denied (the message names the flag)
+     */
+    public static SymbolLookup load(String soname, String debianPackage) {
+        return LIBRARIES.computeIfAbsent(soname, name -> {
+            checkNativeAccess();
+            try {
+                return SymbolLookup.libraryLookup(name, Arena.global());
+            } catch (IllegalArgumentException e) {
+                UnsatisfiedLinkError error = new UnsatisfiedLinkError("cannot load " + name + " (rdma-core): install it"
+                        + " (Debian/Ubuntu: apt-get install " + debianPackage + " ibverbs-providers;"
+                        + " Fedora/RHEL: dnf install rdma-core) — " + e.getMessage());
+                error.initCause(e);
+                throw error;
+            } catch (IllegalCallerException e) {
+                throw nativeAccessDenied(e);
+            }
+        });
+    }
+
+    /**
+     * Returns the symbols of {@code libibverbs.so.1}, loaded on first use.
+     *
+     * @return the symbols of {@code libibverbs.so.1}
+     * @throws UnsatisfiedLinkError when rdma-core's libibverbs is not installed
+     */
+    public static SymbolLookup libibverbs() {
+        return load("libibverbs.so.1", "libibverbs1");
+    }
+
+    /**
+     * Makes a downcall handle for an exported function.
+     *
+     * @param lib          the library's symbols
+     * @param libName      the library's name, for the error
+     * @param symbol       the C symbol
+     * @param descriptor   the C signature
+     * @param captureErrno whether errno is captured; the handle then takes this thread's
+     *                     {@link Native#errnoState()} as a leading {@code MemorySegment} argument
+     * @return the handle
+     * @throws UnsupportedVerbException when the library does not export the symbol (rdma-core too old)
+     */
+    public static MethodHandle downcall(SymbolLookup lib, String libName, String symbol, FunctionDescriptor descriptor,
+                                        boolean captureErrno) {
+        MemorySegment address = lib.find(symbol).orElseThrow(() -> new UnsupportedVerbException(symbol,
+                "not exported by the installed " + libName + " (rdma-core too old for this verb?)"));
+        try {
+            return captureErrno ? LINKER.downcallHandle(address, descriptor, CAPTURE_ERRNO)
+                                : LINKER.downcallHandle(address, descriptor);
+        } catch (IllegalCallerException e) {
+            throw nativeAccessDenied(e);
+        }
+    }
+
+    /**
+     * A segment spanning the whole address space, for reading native structs by absolute
+     * address without making a segment per read. Reads through it are unchecked: callers must
+     * only use addresses of live native objects.
+     *
+     * @return the segment (global scope, never closed)
+     * @throws IllegalCallerException when native access is denied (the message names the flag)
+     */
+    public static MemorySegment everything() {
+        try {
+            return MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+        } catch (IllegalCallerException e) {
+            throw nativeAccessDenied(e);
+        }
+    }
+
+    /**
+     * Makes an address-less downcall handle, whose first argument is the function's address: how
+     * the inline verbs call a provider's function pointer.
+     *
+     * @param descriptor the C signature
+     * @param critical   true only for short calls that never block, never wait on a lock that
+     *                   another Java thread can hold, and never call back into Java (post and
+     *                   poll); such a call holds up safepoints while it runs
+     * @return the handle, taking the function address as a leading {@code MemorySegment}
+     */
+    public static MethodHandle pointerDowncall(FunctionDescriptor descriptor, boolean critical) {
+        try {
+            return critical ? LINKER.downcallHandle(descriptor, Linker.Option.critical(false))
+                            : LINKER.downcallHandle(descriptor);
+        } catch (IllegalCallerException e) {
+            throw nativeAccessDenied(e);
+        }
+    }
+
+    /**
+     * Makes an address-less ordinary downcall handle that captures errno (for provider functions
+     * that return NULL and set errno).
+     *
+     * @param descriptor the C signature
+     * @return the handle, taking the function address and then this thread's {@link Native#errnoState()}
+     */
+    public static MethodHandle pointerDowncallCapturingErrno(FunctionDescriptor descriptor) {
+        try {
+            return LINKER.downcallHandle(descriptor, CAPTURE_ERRNO);
+        } catch (IllegalCallerException e) {
+            throw nativeAccessDenied(e);
+        }
+    }
+
+    private static void checkNativeAccess() {
+        if (!NativeAccess.class.getModule().isNativeAccessEnabled() && WARNED_NATIVE_ACCESS.compareAndSet(false, true)) {
+            System.getLogger("io.jverbs").log(System.Logger.Level.WARNING,
+                    "jverbs calls native code; native access is not enabled for it. Add " + Native.nativeAccessFlag()
+                    + " to the java command line (a future JDK will refuse to run without it)");
+        }
+    }
+
+    private static IllegalCallerException nativeAccessDenied(IllegalCallerException cause) {
+        return new IllegalCallerException("jverbs needs native access: add " + Native.nativeAccessFlag()
+                + " to the java command line", cause);
+    }
+}
