@@ -11,6 +11,6 @@
  */
 module io.jverbs.ibverbs {
     exports io.jverbs.ibverbs;
-    exports io.jverbs.ibverbs.raw to io.jverbs.rdmacm;
-    exports io.jverbs.ibverbs.internal to io.jverbs.rdmacm;
+    exports io.jverbs.ibverbs.raw to io.jverbs.rdmacm, io.jverbs.highlevel;
+    exports io.jverbs.ibverbs.internal to io.jverbs.rdmacm, io.jverbs.highlevel;
 }

@@ -9,4 +9,5 @@
 module io.jverbs.rdmacm {
     requires transitive io.jverbs.ibverbs;
     exports io.jverbs.rdmacm;
+    exports io.jverbs.rdmacm.raw to io.jverbs.highlevel;
 }

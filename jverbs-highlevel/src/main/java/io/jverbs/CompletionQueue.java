@@ -1,0 +1,350 @@
+package io.jverbs;
+
+import io.jverbs.ibverbs.InlineVerbs;
+import io.jverbs.ibverbs.Native;
+import io.jverbs.ibverbs.VerbsException;
+import io.jverbs.ibverbs.internal.NativeAccess;
+import io.jverbs.ibverbs.raw.ibv_comp_channel;
+import io.jverbs.ibverbs.raw.ibv_context;
+import io.jverbs.ibverbs.raw.ibv_context_ops;
+import io.jverbs.ibverbs.raw.ibv_cq;
+import io.jverbs.ibverbs.raw.ibv_wc;
+import io.jverbs.ibverbs.raw.verbs_h;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.util.Arrays;
+import java.util.function.Consumer;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * A completion queue: where the device reports finished work requests. {@link #poll} takes them
+ * and routes each to the operation that caused it — a future of the asynchronous style, or the
+ * caller's {@link CompletionHandler} for work posted with the caller's work-request id.
+ *
+ * <p>Thread-safety: {@link #poll}, {@link #armEvents()}, {@link #waitForEvent(long)} and
+ * {@link #close()} are mutually exclusive (one poller at a time); call {@code poll} from one
+ * thread, typically a {@link Poller}. Closing from inside a handler is allowed: the queue is
+ * destroyed when that poll returns.
+ *
+ * <p>Closing the queue first closes the queue pairs that use it (a device refuses to destroy a
+ * completion queue that queue pairs still use).
+ */
+public final class CompletionQueue extends Resource {
+    /** How many completions one {@link #poll} can take at most. */
+    public static final int MAX_BATCH = 64;
+    private static final MethodHandle POLL_CQ = NativeAccess.pointerDowncall(
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), true);
+    private static final MethodHandle POLL_FD = NativeAccess.downcall(Linker.nativeLinker().defaultLookup(), "libc",
+            "poll", FunctionDescriptor.of(JAVA_INT, ValueLayout.ADDRESS, JAVA_LONG, JAVA_INT), false);
+    private static final System.Logger LOG = System.getLogger("io.jverbs");
+
+    private final Context context;
+    private final MemorySegment cq;
+    private final MemorySegment channel;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment wc;
+    private final MemorySegment pollFd;
+    private final MemorySegment pollFn;
+    private final long cqAddress;
+    private final long wcAddress;
+    private final int capacity;
+    private final Completion view;
+    private QueuePair[] attached = new QueuePair[0];
+    private boolean polling;
+    private boolean destroyAfterPoll;
+    private long handlerFailures;
+    private Consumer<Throwable> errorListener = e -> LOG.log(System.Logger.Level.WARNING,
+            "a completion handler threw; polling goes on", e);
+
+    private CompletionQueue(Context context, MemorySegment cq, MemorySegment channel, int capacity) {
+        super("completion queue", context);
+        this.context = context;
+        this.cq = cq;
+        this.channel = channel;
+        this.capacity = capacity;
+        this.wc = arena.allocate(ibv_wc.LAYOUT, MAX_BATCH);
+        this.pollFd = arena.allocate(8);
+        this.view = new Completion(wc);
+        this.cqAddress = cq.address();
+        this.wcAddress = wc.address();
+        // The provider's poll_cq, resolved once: a context's ops table never changes.
+        MemorySegment ctx = ibv_cq.context(cq.reinterpret(ibv_cq.sizeof()));
+        MemorySegment ops = ctx.reinterpret(ibv_context.sizeof());
+        this.pollFn = ops.get(ValueLayout.ADDRESS, ibv_context.ops$OFFSET + ibv_context_ops.poll_cq$OFFSET);
+        if (pollFn.address() == 0) {
+            throw new io.jverbs.ibverbs.UnsupportedVerbException("ibv_poll_cq", "the provider has no poll_cq");
+        }
+    }
+
+    static CompletionQueue create(Context context, int capacity, boolean events) {
+        if (capacity < 1) {
+            throw new IllegalArgumentException("a completion queue needs at least 1 entry, not " + capacity);
+        }
+        MemorySegment channel = MemorySegment.NULL;
+        MemorySegment cq;
+        synchronized (context) {
+            context.ensureOpen("create a completion queue");
+            if (events) {
+                channel = verbs_h.ibv_create_comp_channel(context.raw());
+                if (channel.address() == 0) {
+                    throw VerbsException.of("ibv_create_comp_channel", Native.lastErrno());
+                }
+            }
+            cq = verbs_h.ibv_create_cq(context.raw(), capacity, MemorySegment.NULL, channel, 0);
+            if (cq.address() == 0) {
+                int errno = Native.lastErrno();
+                if (events) {
+                    verbs_h.ibv_destroy_comp_channel(channel);
+                }
+                throw VerbsException.of("ibv_create_cq", errno);
+            }
+        }
+        CompletionQueue queue = new CompletionQueue(context, cq, channel, capacity);
+        try {
+            queue.adoptedByParent();
+        } catch (IllegalStateException e) {
+            queue.destroyNative();
+            throw e;
+        }
+        return queue;
+    }
+
+    /**
+     * Returns the capacity asked for.
+     *
+     * @return entries
+     */
+    public int capacity() {
+        return capacity;
+    }
+
+    /**
+     * Returns whether this queue has a completion channel.
+     *
+     * @return true when made by {@link Context#createCompletionQueueWithEvents}
+     */
+    public boolean hasEvents() {
+        return channel.address() != 0;
+    }
+
+    /**
+     * Sets who hears of handler exceptions (default: a WARNING through {@code System.Logger}
+     * "io.jverbs").
+     *
+     * @param listener receives each exception a handler threw
+     */
+    public synchronized void onHandlerError(Consumer<Throwable> listener) {
+        this.errorListener = java.util.Objects.requireNonNull(listener);
+    }
+
+    /**
+     * Returns how many handler calls threw.
+     *
+     * @return the count since creation
+     */
+    public synchronized long handlerFailures() {
+        return handlerFailures;
+    }
+
+    @Override
+    public synchronized MemorySegment handle() {
+        ensureOpen("use its handle");
+        return cq;
+    }
+
+    /**
+     * Takes up to {@code max} completions and routes each: to the future of an asynchronous
+     * operation, or to {@code handler} for work posted with the caller's work-request id.
+     * Allocates nothing (after warm-up) when only the zero-allocation style is used.
+     *
+     * @param handler receives completions of work posted with a caller's id; may be {@code null}
+     *                when only futures are used (such completions are then dropped)
+     * @param max     at most this many, 1 to {@value #MAX_BATCH}
+     * @return how many completions were taken (0 when none was waiting): the duty-cycle count for
+     *         an {@link IdleStrategy}
+     * @throws IllegalStateException when the queue is closed, or poll is re-entered from a handler
+     * @throws VerbsException when the provider reports a polling error
+     */
+    public synchronized int poll(CompletionHandler handler, int max) {
+        ensureOpen("poll");
+        if (polling) {
+            throw new IllegalStateException("poll re-entered from a completion handler");
+        }
+        if (max < 1 || max > MAX_BATCH) {
+            throw new IllegalArgumentException("max must be 1 to " + MAX_BATCH + ", not " + max);
+        }
+        int n;
+        try {
+            n = (int) POLL_CQ.invokeExact(pollFn, cqAddress, max, wcAddress);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (n < 0) {
+            throw new VerbsException("ibv_poll_cq", -n == 0 ? 5 : Math.abs(n), "the completion queue reported an error");
+        }
+        if (n == 0) {
+            return 0;
+        }
+        polling = true;
+        try {
+            for (int i = 0; i < n; i++) {
+                view.at(i);
+                dispatch(handler);
+            }
+        } finally {
+            polling = false;
+            if (destroyAfterPoll) {
+                destroyAfterPoll = false;
+                destroyNow();
+            }
+        }
+        return n;
+    }
+
+    private void dispatch(CompletionHandler handler) {
+        int qpn = view.qpNumber();
+        QueuePair[] qps = attached;
+        QueuePair owner = null;
+        for (QueuePair qp : qps) {
+            if (qp.number() == qpn) {
+                owner = qp;
+                break;
+            }
+        }
+        boolean forCaller = owner == null ? (view.wrId() & QueuePair.FUTURE_TAG) == 0 : owner.onCompletion(view, this);
+        if (forCaller && handler != null) {
+            try {
+                handler.onCompletion(view);
+            } catch (RuntimeException | Error e) {
+                handlerFailures++;
+                try {
+                    errorListener.accept(e);
+                } catch (RuntimeException ignored) {
+                    // the listener itself failed: nothing sensible left to report to
+                }
+            }
+        }
+    }
+
+    /**
+     * Arms the queue ({@code ibv_req_notify_cq}) so the next completion raises an event on its
+     * channel. Call {@link #poll} once more after arming (a completion may have arrived just
+     * before), then {@link #waitForEvent(long)}.
+     *
+     * @throws IllegalStateException when the queue has no channel or is closed
+     * @throws VerbsException when arming fails
+     */
+    public synchronized void armEvents() {
+        ensureOpen("arm events");
+        requireChannel();
+        VerbsException.check("ibv_req_notify_cq", InlineVerbs.ibv_req_notify_cq(cq, 0), 0);
+    }
+
+    /**
+     * Waits until the armed queue raises an event, or the timeout passes; acknowledges the event.
+     * Blocks the calling thread in {@code poll(2)} (a virtual thread pins its carrier meanwhile:
+     * wait from a platform thread, as {@link Poller} does).
+     *
+     * @param timeoutMillis at most this long, 0 to 60000
+     * @return true when an event arrived, false on timeout
+     * @throws IllegalStateException when the queue has no channel or is closed
+     * @throws VerbsException when {@code poll(2)} or {@code ibv_get_cq_event} fails
+     */
+    public synchronized boolean waitForEvent(long timeoutMillis) {
+        if (timeoutMillis < 0 || timeoutMillis > 60_000) {
+            throw new IllegalArgumentException("timeout must be 0 to 60000 ms, not " + timeoutMillis);
+        }
+        ensureOpen("wait for events");
+        requireChannel();
+        // Under the monitor: close() waits at most the timeout, and never frees the channel mid-wait.
+        int fd = ibv_comp_channel.fd(channel.reinterpret(ibv_comp_channel.sizeof()));
+        pollFd.set(ValueLayout.JAVA_INT, 0, fd);
+        pollFd.set(ValueLayout.JAVA_SHORT, 4, (short) 1); // POLLIN
+        pollFd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
+        int ready;
+        try {
+            ready = (int) POLL_FD.invokeExact(pollFd, 1L, (int) timeoutMillis);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+        if (ready <= 0 || (pollFd.get(ValueLayout.JAVA_SHORT, 6) & 1) == 0) {
+            return false;
+        }
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment outCq = scratch.allocate(ValueLayout.ADDRESS);
+            MemorySegment outCtx = scratch.allocate(ValueLayout.ADDRESS);
+            int rc = verbs_h.ibv_get_cq_event(channel, outCq, outCtx);
+            VerbsException.check("ibv_get_cq_event", rc, Native.lastErrno());
+        }
+        verbs_h.ibv_ack_cq_events(cq, 1);
+        return true;
+    }
+
+    private void requireChannel() {
+        if (channel.address() == 0) {
+            throw new IllegalStateException("this completion queue has no completion channel: create it with"
+                    + " Context.createCompletionQueueWithEvents");
+        }
+    }
+
+    synchronized void attach(QueuePair qp) {
+        ensureOpen("attach a queue pair");
+        QueuePair[] next = Arrays.copyOf(attached, attached.length + 1);
+        next[attached.length] = qp;
+        attached = next;
+    }
+
+    synchronized void detachQuietly(long qpAddress) {
+        attached = Arrays.stream(attached).filter(q -> q.address() != qpAddress).toArray(QueuePair[]::new);
+    }
+
+    synchronized void detach(QueuePair qp) {
+        QueuePair[] next = Arrays.stream(attached).filter(q -> q != qp).toArray(QueuePair[]::new);
+        attached = next;
+    }
+
+    @Override
+    void beforeClose() {
+        QueuePair[] users;
+        synchronized (this) {
+            users = attached.clone();
+        }
+        for (QueuePair qp : users) {
+            qp.close();
+        }
+    }
+
+    @Override
+    void destroyNative() {
+        if (polling) {
+            destroyAfterPoll = true; // closed from a handler: destroy once this poll is done with the array
+            return;
+        }
+        destroyNow();
+    }
+
+    private void destroyNow() {
+        int rc = verbs_h.ibv_destroy_cq(cq);
+        int rc2 = channel.address() != 0 ? verbs_h.ibv_destroy_comp_channel(channel) : 0;
+        arena.close();
+        VerbsException.check("ibv_destroy_cq", rc, 0);
+        VerbsException.check("ibv_destroy_comp_channel", rc2, Native.lastErrno());
+    }
+
+    static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException e) {
+            return e;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        return new IllegalStateException(t);
+    }
+}

@@ -1,0 +1,305 @@
+package io.jverbs;
+
+import io.jverbs.ibverbs.InlineVerbs;
+import io.jverbs.ibverbs.Native;
+import io.jverbs.ibverbs.VerbsException;
+import io.jverbs.ibverbs.raw.ibv_device_attr;
+import io.jverbs.ibverbs.raw.ibv_port_attr;
+import io.jverbs.ibverbs.raw.verbs_h;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.NoSuchElementException;
+
+/**
+ * An opened RDMA device: the root of the ownership tree. Protection domains and completion
+ * queues are made from it; {@link #close()} closes them (and everything under them) in reverse
+ * order, then closes the device.
+ *
+ * <p>Thread-safe. Attribute records are snapshots.
+ */
+public final class Context extends Resource {
+    private final String name;
+    private final MemorySegment context;
+
+    private Context(String name, MemorySegment context) {
+        super("context " + name, null);
+        this.name = name;
+        this.context = context;
+    }
+
+    static Context open(String deviceName) {
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment count = scratch.allocate(ValueLayout.JAVA_INT);
+            MemorySegment list = verbs_h.ibv_get_device_list(count);
+            if (list.address() == 0) {
+                throw new NoSuchElementException("no RDMA device " + deviceName + ": " + Rdma.devices().reason());
+            }
+            MemorySegment opened = MemorySegment.NULL;
+            List<String> seen = new ArrayList<>();
+            int errno = 0;
+            try {
+                int n = count.get(ValueLayout.JAVA_INT, 0);
+                MemorySegment array = list.reinterpret((long) n * ValueLayout.ADDRESS.byteSize());
+                for (int i = 0; i < n; i++) {
+                    MemorySegment device = array.getAtIndex(ValueLayout.ADDRESS, i);
+                    String devName = verbs_h.ibv_get_device_name(device).reinterpret(256).getString(0);
+                    seen.add(devName);
+                    if (devName.equals(deviceName)) {
+                        opened = verbs_h.ibv_open_device(device);
+                        errno = Native.lastErrno();
+                        break;
+                    }
+                }
+            } finally {
+                verbs_h.ibv_free_device_list(list);
+            }
+            if (!seen.contains(deviceName)) {
+                throw new NoSuchElementException("no RDMA device " + deviceName + (seen.isEmpty()
+                        ? ": " + Rdma.devices().reason() : "; devices here: " + String.join(", ", seen)));
+            }
+            if (opened.address() == 0) {
+                throw VerbsException.of("ibv_open_device", errno);
+            }
+            return new Context(deviceName, opened);
+        }
+    }
+
+    /**
+     * Returns the device name.
+     *
+     * @return the device name, such as {@code rxe0}
+     */
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public synchronized MemorySegment handle() {
+        ensureOpen("use its handle");
+        return context;
+    }
+
+    /**
+     * {@code ibv_query_device}.
+     *
+     * @return the device's limits and capabilities
+     * @throws VerbsException when the query fails
+     * @throws IllegalStateException when closed
+     */
+    public synchronized DeviceAttributes deviceAttributes() {
+        ensureOpen("query the device");
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment a = scratch.allocate(ibv_device_attr.LAYOUT);
+            int rc = verbs_h.ibv_query_device(context, a);
+            VerbsException.check("ibv_query_device", rc, Native.lastErrno());
+            return new DeviceAttributes(ibv_device_attr.fw_ver(a).getString(0), ibv_device_attr.max_mr_size(a),
+                    ibv_device_attr.max_qp(a), ibv_device_attr.max_qp_wr(a), ibv_device_attr.max_sge(a),
+                    ibv_device_attr.max_cq(a), ibv_device_attr.max_cqe(a), ibv_device_attr.max_mr(a),
+                    ibv_device_attr.max_pd(a), ibv_device_attr.max_qp_rd_atom(a), ibv_device_attr.max_qp_init_rd_atom(a),
+                    ibv_device_attr.atomic_cap(a) != verbs_h.IBV_ATOMIC_NONE, ibv_device_attr.max_srq(a),
+                    ibv_device_attr.phys_port_cnt(a) & 0xff);
+        }
+    }
+
+    /**
+     * {@code ibv_query_port}.
+     *
+     * @param port the port number, from 1
+     * @return the port's state and limits
+     * @throws VerbsException when the query fails (EINVAL for a port the device does not have)
+     * @throws IllegalStateException when closed
+     */
+    public synchronized PortAttributes port(int port) {
+        ensureOpen("query a port");
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment a = scratch.allocate(ibv_port_attr.LAYOUT);
+            VerbsException.check("ibv_query_port", InlineVerbs.ibv_query_port(context, port, a), 0);
+            return new PortAttributes(port, ibv_port_attr.state(a), ibv_port_attr.active_mtu(a),
+                    ibv_port_attr.max_mtu(a), ibv_port_attr.link_layer(a) & 0xff, ibv_port_attr.gid_tbl_len(a),
+                    ibv_port_attr.lid(a) & 0xffff, ibv_port_attr.max_msg_sz(a) & 0xffffffffL);
+        }
+    }
+
+    /**
+     * Reads one GID table entry ({@code ibv_query_gid}) and its type (from sysfs).
+     *
+     * @param port  the port, from 1
+     * @param index the GID index
+     * @return the entry
+     * @throws VerbsException when the query fails
+     */
+    public synchronized Gid gid(int port, int index) {
+        ensureOpen("query a GID");
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment g = scratch.allocate(16);
+            int rc = verbs_h.ibv_query_gid(context, (byte) port, index, g);
+            VerbsException.check("ibv_query_gid", rc, Native.lastErrno());
+            String type = Rdma.readQuietly(Path.of("/sys/class/infiniband", name, "ports", Integer.toString(port),
+                    "gid_attrs", "types", Integer.toString(index)));
+            return new Gid(index, g.toArray(ValueLayout.JAVA_BYTE), type);
+        }
+    }
+
+    /**
+     * Chooses the GID a queue pair uses on this port: on RoCE the first RoCE v2 entry that maps an
+     * IPv4 address ({@code ::ffff:a.b.c.d}), else the first RoCE v2 entry, else index 0; on
+     * InfiniBand index 0.
+     *
+     * @param port the port, from 1
+     * @return the chosen entry
+     * @throws VerbsException when the GID table cannot be read
+     * @throws IllegalStateException when the table has no usable entry
+     */
+    public Gid chooseGid(int port) {
+        PortAttributes attrs = port(port);
+        if (!attrs.isEthernet()) {
+            return gid(port, 0);
+        }
+        Gid firstV2 = null;
+        for (int i = 0; i < attrs.gidTableLength(); i++) {
+            Gid g;
+            try {
+                g = gid(port, i);
+            } catch (VerbsException e) {
+                continue;
+            }
+            if (g.isEmpty() || !g.isRoceV2()) {
+                continue;
+            }
+            if (g.isIpv4Mapped()) {
+                return g;
+            }
+            if (firstV2 == null) {
+                firstV2 = g;
+            }
+        }
+        if (firstV2 != null) {
+            return firstV2;
+        }
+        throw new IllegalStateException(name + " port " + port + " has no RoCE v2 GID: is its network interface up and"
+                + " does it have an IP address?");
+    }
+
+    /**
+     * {@code ibv_alloc_pd}: a protection domain, owned by this context.
+     *
+     * @return the protection domain
+     * @throws VerbsException when the allocation fails
+     * @throws IllegalStateException when closed
+     */
+    public ProtectionDomain allocateProtectionDomain() {
+        MemorySegment pd;
+        synchronized (this) {
+            ensureOpen("allocate a protection domain");
+            pd = verbs_h.ibv_alloc_pd(context);
+            if (pd.address() == 0) {
+                throw VerbsException.of("ibv_alloc_pd", Native.lastErrno());
+            }
+        }
+        return ProtectionDomain.adopt(this, pd);
+    }
+
+    /**
+     * A completion queue polled by the caller (busy or with an idle strategy).
+     *
+     * @param capacity entries, at least 1 (the device may round up)
+     * @return the completion queue, owned by this context
+     * @throws VerbsException when {@code ibv_create_cq} fails
+     * @throws IllegalArgumentException when capacity is below 1
+     */
+    public CompletionQueue createCompletionQueue(int capacity) {
+        return CompletionQueue.create(this, capacity, false);
+    }
+
+    /**
+     * A completion queue with a completion channel, so that an idle poller can sleep until a
+     * completion arrives ({@link CompletionQueue#awaitCompletion(long)}).
+     *
+     * @param capacity entries, at least 1
+     * @return the completion queue, owned by this context
+     * @throws VerbsException when {@code ibv_create_comp_channel} or {@code ibv_create_cq} fails
+     */
+    public CompletionQueue createCompletionQueueWithEvents(int capacity) {
+        return CompletionQueue.create(this, capacity, true);
+    }
+
+    MemorySegment raw() {
+        return context;
+    }
+
+    @Override
+    void destroyNative() {
+        int rc = verbs_h.ibv_close_device(context);
+        VerbsException.check("ibv_close_device", rc, Native.lastErrno());
+    }
+
+    /**
+     * A device's limits and capabilities ({@code struct ibv_device_attr}).
+     *
+     * @param firmware        firmware version
+     * @param maxMrSizeBytes  largest memory region
+     * @param maxQp           queue pairs
+     * @param maxQpWr         work requests per queue
+     * @param maxSge          scatter/gather entries per work request
+     * @param maxCq           completion queues
+     * @param maxCqe          entries per completion queue
+     * @param maxMr           memory regions
+     * @param maxPd           protection domains
+     * @param maxQpRdAtomic   outstanding RDMA Read/atomic operations a QP can be the target of
+     * @param maxQpInitRdAtomic outstanding RDMA Read/atomic operations a QP can initiate
+     * @param atomics         whether compare-and-swap and fetch-and-add are supported
+     * @param maxSrq          shared receive queues
+     * @param ports           physical ports
+     */
+    public record DeviceAttributes(String firmware, long maxMrSizeBytes, int maxQp, int maxQpWr, int maxSge, int maxCq,
+                                   int maxCqe, int maxMr, int maxPd, int maxQpRdAtomic, int maxQpInitRdAtomic,
+                                   boolean atomics, int maxSrq, int ports) {
+    }
+
+    /**
+     * A port's state ({@code struct ibv_port_attr}).
+     *
+     * @param port            the port number
+     * @param state           {@code IBV_PORT_*} (4 = ACTIVE)
+     * @param activeMtu       {@code IBV_MTU_*} in use
+     * @param maxMtu          largest {@code IBV_MTU_*}
+     * @param linkLayer       {@code IBV_LINK_LAYER_*}
+     * @param gidTableLength  entries in the GID table
+     * @param lid             the LID (0 on RoCE)
+     * @param maxMessageBytes largest message
+     */
+    public record PortAttributes(int port, int state, int activeMtu, int maxMtu, int linkLayer, int gidTableLength,
+                                 int lid, long maxMessageBytes) {
+        /**
+         * Returns whether the port is ACTIVE.
+         *
+         * @return true when the port can carry traffic
+         */
+        public boolean isActive() {
+            return state == verbs_h.IBV_PORT_ACTIVE;
+        }
+
+        /**
+         * Returns whether this is a RoCE (Ethernet) port.
+         *
+         * @return true for RoCE, false for InfiniBand
+         */
+        public boolean isEthernet() {
+            return linkLayer == verbs_h.IBV_LINK_LAYER_ETHERNET;
+        }
+
+        /**
+         * Returns the active MTU in bytes.
+         *
+         * @return 256 to 4096
+         */
+        public int activeMtuBytes() {
+            return 128 << activeMtu;
+        }
+    }
+}

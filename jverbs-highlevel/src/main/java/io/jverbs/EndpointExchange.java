@@ -1,0 +1,168 @@
+package io.jverbs;
+
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.time.Duration;
+import java.util.function.Function;
+
+/**
+ * Exchanges small fixed-size records ({@link Endpoint}, {@link RemoteBuffer}, or the caller's
+ * bytes) with a peer over a TCP socket, each side writing its own and reading the peer's, with a
+ * time limit on every wait: a silent, slow or truncated peer is an {@link IOException} within the
+ * timeout, a malformed record an {@link IllegalArgumentException}, never a hang.
+ *
+ * <p>Stateless and thread-safe; the socket belongs to the caller.
+ */
+public final class EndpointExchange {
+    private EndpointExchange() {
+    }
+
+    /**
+     * Connects to a peer that {@link #accept} waits on.
+     *
+     * @param host    the peer's host
+     * @param port    its TCP port
+     * @param timeout for the connection
+     * @return the connected socket, with {@code timeout} as its read timeout
+     * @throws IOException when the peer refuses or does not answer within the timeout
+     */
+    public static Socket connect(String host, int port, Duration timeout) throws IOException {
+        Socket socket = new Socket();
+        try {
+            socket.connect(new InetSocketAddress(host, port), timeoutMillis(timeout));
+            socket.setSoTimeout(timeoutMillis(timeout));
+            socket.setTcpNoDelay(true);
+            return socket;
+        } catch (IOException e) {
+            socket.close();
+            throw new IOException("cannot reach the peer at " + host + ":" + port + " within " + timeout.toMillis()
+                    + " ms: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Accepts one peer.
+     *
+     * @param server  a bound server socket
+     * @param timeout how long to wait for the peer
+     * @return the accepted socket, with {@code timeout} as its read timeout
+     * @throws IOException when no peer comes within the timeout
+     */
+    public static Socket accept(ServerSocket server, Duration timeout) throws IOException {
+        server.setSoTimeout(timeoutMillis(timeout));
+        try {
+            Socket socket = server.accept();
+            socket.setSoTimeout(timeoutMillis(timeout));
+            socket.setTcpNoDelay(true);
+            return socket;
+        } catch (SocketTimeoutException e) {
+            throw new IOException("no peer connected to port " + server.getLocalPort() + " within " + timeout.toMillis()
+                    + " ms", e);
+        }
+    }
+
+    /**
+     * Sends this side's endpoint and reads the peer's.
+     *
+     * @param socket  connected, with a read timeout
+     * @param local   this side's endpoint
+     * @param timeout the most the read may take
+     * @return the peer's endpoint
+     * @throws IOException on timeout, a closed connection or a truncated record
+     * @throws IllegalArgumentException when the peer sent something that is not an endpoint
+     */
+    public static Endpoint exchange(Socket socket, Endpoint local, Duration timeout) throws IOException {
+        return exchange(socket, local.toBytes(), Endpoint.BYTES, timeout, Endpoint::fromBytes);
+    }
+
+    /**
+     * Sends this side's remote buffer and reads the peer's.
+     *
+     * @param socket  connected
+     * @param local   what this side offers (or a zero-length buffer when it offers nothing)
+     * @param timeout the most the read may take
+     * @return the peer's buffer
+     * @throws IOException on timeout, a closed connection or a truncated record
+     * @throws IllegalArgumentException when the peer sent something that is not a remote buffer
+     */
+    public static RemoteBuffer exchange(Socket socket, RemoteBuffer local, Duration timeout) throws IOException {
+        return exchange(socket, local.toBytes(), RemoteBuffer.BYTES, timeout, RemoteBuffer::fromBytes);
+    }
+
+    /**
+     * Sends {@code local} and reads exactly {@code peerLength} bytes, then parses them.
+     *
+     * @param socket     connected
+     * @param local      the bytes to send
+     * @param peerLength how many bytes the peer sends
+     * @param timeout    the most the whole read may take
+     * @param parse      turns the peer's bytes into a value (throws on malformed input)
+     * @param <T>        the value type
+     * @return the parsed value
+     * @throws IOException on timeout, a closed connection or a truncated record
+     */
+    public static <T> T exchange(Socket socket, byte[] local, int peerLength, Duration timeout,
+                                 Function<byte[], T> parse) throws IOException {
+        OutputStream out = socket.getOutputStream();
+        out.write(local);
+        out.flush();
+        return parse.apply(readFully(socket, peerLength, timeout));
+    }
+
+    /**
+     * Reads exactly {@code length} bytes within {@code timeout} (in total, not per read).
+     *
+     * @param socket  connected
+     * @param length  bytes to read
+     * @param timeout the most it may take
+     * @return the bytes
+     * @throws IOException on timeout, or when the peer closes early (the message says how much came)
+     */
+    public static byte[] readFully(Socket socket, int length, Duration timeout) throws IOException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        byte[] bytes = new byte[length];
+        InputStream in = socket.getInputStream();
+        int got = 0;
+        int saved = socket.getSoTimeout();
+        try {
+            while (got < length) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw new SocketTimeoutException("peer sent " + got + " of " + length + " bytes within "
+                            + timeout.toMillis() + " ms");
+                }
+                socket.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, left / 1_000_000)));
+                int n;
+                try {
+                    n = in.read(bytes, got, length - got);
+                } catch (SocketTimeoutException e) {
+                    throw new SocketTimeoutException("peer sent " + got + " of " + length + " bytes within "
+                            + timeout.toMillis() + " ms");
+                }
+                if (n < 0) {
+                    throw new EOFException("peer closed the connection after " + got + " of " + length + " bytes");
+                }
+                got += n;
+            }
+            return bytes;
+        } finally {
+            if (!socket.isClosed()) {
+                socket.setSoTimeout(saved);
+            }
+        }
+    }
+
+    private static int timeoutMillis(Duration timeout) {
+        long ms = timeout.toMillis();
+        if (ms <= 0 || ms > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("timeout must be positive and below 24 days: " + timeout);
+        }
+        return (int) ms;
+    }
+}

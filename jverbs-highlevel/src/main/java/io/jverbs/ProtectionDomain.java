@@ -1,0 +1,144 @@
+package io.jverbs;
+
+import io.jverbs.ibverbs.InlineVerbs;
+import io.jverbs.ibverbs.Native;
+import io.jverbs.ibverbs.VerbsException;
+import io.jverbs.ibverbs.raw.verbs_h;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.EnumSet;
+import java.util.Set;
+
+/**
+ * A protection domain: registered buffers and queue pairs made from it can reach each other, and
+ * nothing else can. Closing it closes them first.
+ *
+ * <p>Thread-safe.
+ */
+public final class ProtectionDomain extends Resource {
+    /** Buffers are page-aligned, so that a registration covers whole pages of its own. */
+    static final long PAGE = 4096;
+    private final Context context;
+    private final MemorySegment pd;
+
+    private ProtectionDomain(Context context, MemorySegment pd) {
+        super("protection domain", context);
+        this.context = context;
+        this.pd = pd;
+    }
+
+    static ProtectionDomain adopt(Context context, MemorySegment pd) {
+        ProtectionDomain domain = new ProtectionDomain(context, pd);
+        try {
+            domain.adoptedByParent();
+        } catch (IllegalStateException e) {
+            verbs_h.ibv_dealloc_pd(pd);
+            throw e;
+        }
+        return domain;
+    }
+
+    /**
+     * Returns the context this domain belongs to.
+     *
+     * @return its context
+     */
+    public Context context() {
+        return context;
+    }
+
+    @Override
+    public synchronized MemorySegment handle() {
+        ensureOpen("use its handle");
+        return pd;
+    }
+
+    /**
+     * Allocates a zeroed, page-aligned native buffer and registers it. The buffer owns its memory:
+     * closing it deregisters it first, then frees the memory, after which its
+     * {@link RegisteredBuffer#segment()} throws on access.
+     *
+     * @param bytes  the size, at least 1
+     * @param access remote rights (none: local use only)
+     * @return the registered buffer
+     * @throws IllegalArgumentException when bytes is below 1
+     * @throws VerbsException when {@code ibv_reg_mr} fails (ENOMEM: raise the memlock limit)
+     */
+    public RegisteredBuffer allocate(long bytes, Access... access) {
+        if (bytes < 1) {
+            throw new IllegalArgumentException("a buffer needs at least 1 byte, not " + bytes);
+        }
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment memory = arena.allocate(bytes, PAGE);
+            return register(memory, arena, access);
+        } catch (RuntimeException | Error e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    /**
+     * Registers a native segment the caller allocated (and keeps owning). Closing the returned
+     * buffer deregisters it; the caller must keep the memory allocated until then — free it
+     * earlier and the device may write into freed memory. Regions over 4 GiB are allowed (as the
+     * device permits).
+     *
+     * @param memory a native segment, not empty, alive
+     * @param access remote rights
+     * @return the registered buffer, which does not free {@code memory}
+     * @throws IllegalArgumentException for a heap segment (the device can only reach native memory:
+     *                                  allocate it from an {@link Arena}) or an empty one
+     * @throws IllegalStateException when the segment's arena is closed
+     * @throws VerbsException when {@code ibv_reg_mr} fails
+     */
+    public RegisteredBuffer register(MemorySegment memory, Access... access) {
+        return register(memory, null, access);
+    }
+
+    private RegisteredBuffer register(MemorySegment memory, Arena owned, Access... access) {
+        if (!memory.isNative()) {
+            throw new IllegalArgumentException("a heap segment cannot be registered (the garbage collector moves it):"
+                    + " allocate the memory from an Arena, or use ProtectionDomain.allocate");
+        }
+        if (!memory.scope().isAlive()) {
+            throw new IllegalStateException("the segment's arena is already closed");
+        }
+        if (memory.byteSize() == 0 || memory.address() == 0) {
+            throw new IllegalArgumentException("an empty or NULL segment cannot be registered");
+        }
+        Set<Access> rights = access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access);
+        MemorySegment mr;
+        synchronized (this) {
+            ensureOpen("register memory");
+            mr = InlineVerbs.ibv_reg_mr(pd, memory, memory.byteSize(), Access.flags(rights));
+            if (mr.address() == 0) {
+                throw VerbsException.of("ibv_reg_mr", Native.lastErrno());
+            }
+        }
+        return RegisteredBuffer.adopt(this, memory, owned, mr, rights);
+    }
+
+    /**
+     * Creates a queue pair in the <em>prepared</em> state: it knows its
+     * {@link QueuePair#localEndpoint()}, and {@link QueuePair#connect(Endpoint)} makes it usable.
+     *
+     * @param config its type, queues and limits
+     * @return the queue pair, owned by this domain
+     * @throws VerbsException when {@code ibv_create_qp} fails
+     * @throws IllegalStateException when this domain or a completion queue is closed
+     */
+    public QueuePair createQueuePair(QueuePairConfig config) {
+        return QueuePair.create(this, config);
+    }
+
+    MemorySegment raw() {
+        return pd;
+    }
+
+    @Override
+    void destroyNative() {
+        VerbsException.check("ibv_dealloc_pd", verbs_h.ibv_dealloc_pd(pd), 0);
+    }
+}

@@ -1,0 +1,909 @@
+package io.jverbs;
+
+import io.jverbs.ibverbs.Native;
+import io.jverbs.ibverbs.UnsupportedVerbException;
+import io.jverbs.ibverbs.VerbsException;
+import io.jverbs.ibverbs.internal.NativeAccess;
+import io.jverbs.ibverbs.raw.ibv_ah_attr;
+import io.jverbs.ibverbs.raw.ibv_context;
+import io.jverbs.ibverbs.raw.ibv_context_ops;
+import io.jverbs.ibverbs.raw.ibv_global_route;
+import io.jverbs.ibverbs.raw.ibv_qp;
+import io.jverbs.ibverbs.raw.ibv_qp_attr;
+import io.jverbs.ibverbs.raw.ibv_qp_cap;
+import io.jverbs.ibverbs.raw.ibv_qp_init_attr;
+import io.jverbs.ibverbs.raw.ibv_recv_wr;
+import io.jverbs.ibverbs.raw.ibv_send_wr;
+import io.jverbs.ibverbs.raw.ibv_sge;
+import io.jverbs.ibverbs.raw.verbs_h;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * A reliable-connected queue pair. It is born <em>prepared</em>: it can tell its
+ * {@link #localEndpoint()}, which the peer needs; {@link #connect(Endpoint)} with the peer's
+ * endpoint makes it <em>connected</em>, and only then can work be posted.
+ *
+ * <p>Two styles of operation, freely mixed:
+ * <ul>
+ * <li>zero allocation: {@link #write}, {@link #read}, {@link #send}, {@link #receive},
+ *     {@link #compareAndSwap}, {@link #fetchAndAdd} … take the caller's work-request id (0 to
+ *     2<sup>63</sup>−1) and return {@link #OK} or a full-queue code; the completion goes to the
+ *     {@link CompletionHandler} given to {@link CompletionQueue#poll};</li>
+ * <li>futures: {@link #writeAsync}, {@link #readAsync}, … return a {@link CompletableFuture}
+ *     completed by whoever polls the completion queue ({@link Poller}); a failed completion fails
+ *     it with {@link CompletionFailedException} naming the status.</li>
+ * </ul>
+ *
+ * <p>Checks made before anything reaches the device: the queue pair is open and connected and
+ * not in error; the local range lies inside its registered buffer (which is open); the remote
+ * range lies inside the {@link RemoteBuffer}; atomics are 8 bytes at an 8-byte aligned address.
+ * A full queue is a return value (or {@link QueueFullException}), never a wait. Payloads up to
+ * {@link #maxInlineData()} bytes are sent inline (copied when posted).
+ *
+ * <p>Thread-safety: every method may be called from any thread; posts are serialized on this
+ * object, and {@link #close()} waits for a post in progress, so closing never races the device.
+ * Closing fails the futures of work still in flight ({@code IllegalStateException}); the
+ * zero-allocation style hears nothing more of such work.
+ */
+public final class QueuePair extends Resource {
+    /** A post was accepted. */
+    public static final int OK = 0;
+    /** The send queue is full: poll completions, then post again. */
+    public static final int SEND_QUEUE_FULL = -1;
+    /** The receive queue is full. */
+    public static final int RECEIVE_QUEUE_FULL = -2;
+    /** Work-request ids with this bit belong to futures; callers' ids must not use it. */
+    static final long FUTURE_TAG = 1L << 63;
+
+    private static final MethodHandle POST = NativeAccess.pointerDowncall(
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), true);
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
+    private static final long SEND_WR = 0;
+    private static final long SEND_SGE = SEND_WR + 128;
+    private static final long RECV_WR = SEND_SGE + 16;
+    private static final long RECV_SGE = RECV_WR + 32;
+    private static final long BAD_WR = RECV_SGE + 16;
+    private static final long INLINE = BAD_WR + 16;
+    private static final SecureRandom PSN = new SecureRandom();
+
+    /** The states a queue pair goes through, as jverbs tracks them. */
+    public enum State {
+        /** Created; its endpoint is known; not yet connected. */
+        PREPARED,
+        /** Connected (RTS): work can be posted. */
+        CONNECTED,
+        /** A work request failed: the queue pair no longer executes work (flushes it). */
+        ERROR,
+        /** Closed. */
+        CLOSED
+    }
+
+    private final ProtectionDomain pd;
+    private final QueuePairConfig config;
+    private final MemorySegment qp;
+    private final long qpAddress;
+    private final int number;
+    private final int psn;
+    private final Gid gid;
+    private final Context.PortAttributes port;
+    private final int maxInline;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment scratch;
+    private final long scratchAddress;
+    private final MemorySegment postSendFn;
+    private final MemorySegment postRecvFn;
+    private State state = State.PREPARED;
+    private String errorText;
+    private int sendOutstanding;
+    private int recvOutstanding;
+    private int unsignaledRun;
+    private final int[] coverRing;
+    private int coverHead;
+    private int coverCount;
+    private final CompletableFuture<?>[] pending;
+    private final String[] pendingWhat;
+    private final int[] freeSlots;
+    private int freeCount;
+
+    private QueuePair(ProtectionDomain pd, QueuePairConfig config, MemorySegment qp, int maxInline, Gid gid,
+                      Context.PortAttributes port) {
+        super("queue pair", pd);
+        this.pd = pd;
+        this.config = config;
+        this.qp = qp;
+        this.qpAddress = qp.address();
+        MemorySegment q = qp.reinterpret(ibv_qp.sizeof());
+        this.number = ibv_qp.qp_num(q);
+        this.psn = PSN.nextInt(1 << 24);
+        this.gid = gid;
+        this.port = port;
+        this.maxInline = maxInline;
+        this.scratch = arena.allocate(INLINE + Math.max(8, maxInline), 64);
+        this.scratchAddress = scratch.address();
+        // The provider's post_send / post_recv, resolved once per queue pair (a context's ops never change).
+        MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
+        this.postSendFn = op(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
+        this.postRecvFn = op(ctx, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
+        this.coverRing = new int[config.maxSendWr()];
+        int slots = config.maxSendWr() + config.maxRecvWr();
+        this.pending = new CompletableFuture<?>[slots];
+        this.pendingWhat = new String[slots];
+        this.freeSlots = new int[slots];
+        for (int i = 0; i < slots; i++) {
+            freeSlots[i] = slots - 1 - i;
+        }
+        this.freeCount = slots;
+    }
+
+    private static MemorySegment op(MemorySegment ctx, long slot, String verb) {
+        MemorySegment fn = ctx.get(ValueLayout.ADDRESS, ibv_context.ops$OFFSET + slot);
+        if (fn.address() == 0) {
+            throw new UnsupportedVerbException(verb, "the provider leaves this op empty");
+        }
+        return fn;
+    }
+
+    static QueuePair create(ProtectionDomain pd, QueuePairConfig config) {
+        Context context = pd.context();
+        Context.PortAttributes port = context.port(config.port());
+        Gid gid = config.gidIndex() >= 0 ? context.gid(config.port(), config.gidIndex()) : context.chooseGid(config.port());
+        MemorySegment qp;
+        int maxInline;
+        synchronized (pd) {
+            pd.ensureOpen("create a queue pair");
+            try (Arena scratch = Arena.ofConfined()) {
+                MemorySegment attr = scratch.allocate(ibv_qp_init_attr.LAYOUT);
+                ibv_qp_init_attr.send_cq(attr, config.sendQueue().handle());
+                ibv_qp_init_attr.recv_cq(attr, config.receiveQueue().handle());
+                MemorySegment cap = ibv_qp_init_attr.cap(attr);
+                ibv_qp_cap.max_send_wr(cap, config.maxSendWr());
+                ibv_qp_cap.max_recv_wr(cap, config.maxRecvWr());
+                ibv_qp_cap.max_send_sge(cap, 1);
+                ibv_qp_cap.max_recv_sge(cap, 1);
+                ibv_qp_cap.max_inline_data(cap, config.maxInlineData());
+                ibv_qp_init_attr.qp_type(attr, verbs_h.IBV_QPT_RC);
+                ibv_qp_init_attr.sq_sig_all(attr, 0);
+                qp = verbs_h.ibv_create_qp(pd.raw(), attr);
+                if (qp.address() == 0) {
+                    throw VerbsException.of("ibv_create_qp", Native.lastErrno());
+                }
+                maxInline = Math.min(ibv_qp_cap.max_inline_data(cap), config.maxInlineData());
+            }
+        }
+        QueuePair pair;
+        try {
+            pair = new QueuePair(pd, config, qp, maxInline, gid, port);
+            config.sendQueue().attach(pair);
+            if (config.receiveQueue() != config.sendQueue()) {
+                config.receiveQueue().attach(pair);
+            }
+            pair.adoptedByParent();
+        } catch (RuntimeException e) {
+            config.sendQueue().detachQuietly(qp.address());
+            config.receiveQueue().detachQuietly(qp.address());
+            verbs_h.ibv_destroy_qp(qp);
+            throw e;
+        }
+        return pair;
+    }
+
+    /**
+     * Returns the queue pair number.
+     *
+     * @return the QP number
+     */
+    public int number() {
+        return number;
+    }
+
+    long address() {
+        return qpAddress;
+    }
+
+    /**
+     * Returns how many bytes a post sends inline.
+     *
+     * @return the inline limit granted by the device (and asked for in the config)
+     */
+    public int maxInlineData() {
+        return maxInline;
+    }
+
+    /**
+     * Returns the config this queue pair was made with.
+     *
+     * @return the config
+     */
+    public QueuePairConfig config() {
+        return config;
+    }
+
+    /**
+     * Returns the GID this side uses.
+     *
+     * @return the local GID entry
+     */
+    public Gid gid() {
+        return gid;
+    }
+
+    /**
+     * What the peer needs to connect to this queue pair.
+     *
+     * @return this side's endpoint
+     */
+    public Endpoint localEndpoint() {
+        return new Endpoint(number, psn, port.lid(), gid.bytes(), port.activeMtu());
+    }
+
+    /**
+     * Returns the state as jverbs tracks it.
+     *
+     * @return PREPARED, CONNECTED, ERROR (after a failed completion) or CLOSED
+     */
+    public synchronized State state() {
+        return isClosed() ? State.CLOSED : state;
+    }
+
+    /**
+     * Returns why the queue pair is in error.
+     *
+     * @return the first failed completion, as text, or {@code null} when not in error
+     */
+    public synchronized String error() {
+        return errorText;
+    }
+
+    /**
+     * Asks the device for the queue pair's state ({@code ibv_query_qp}).
+     *
+     * @return the device's {@code IBV_QPS_*} value (6 = ERR)
+     * @throws VerbsException when the query fails
+     * @throws IllegalStateException when closed
+     */
+    public synchronized int deviceState() {
+        ensureOpen("query its state");
+        try (Arena scratchArena = Arena.ofConfined()) {
+            MemorySegment attr = scratchArena.allocate(ibv_qp_attr.LAYOUT);
+            MemorySegment init = scratchArena.allocate(ibv_qp_init_attr.LAYOUT);
+            VerbsException.check("ibv_query_qp", verbs_h.ibv_query_qp(qp, attr, verbs_h.IBV_QP_STATE, init), 0);
+            return ibv_qp_attr.qp_state(attr);
+        }
+    }
+
+    /**
+     * Connects to the peer's queue pair: RESET → INIT → RTR → RTS with every remote right enabled
+     * on the queue pair (each buffer still decides what it allows).
+     *
+     * @param remote the peer's endpoint
+     * @throws IllegalStateException when not PREPARED (connect twice, or closed)
+     * @throws VerbsException when the device refuses a transition (the queue pair is then reset
+     *                        and stays PREPARED)
+     */
+    public synchronized void connect(Endpoint remote) {
+        ensureOpen("connect");
+        if (state != State.PREPARED) {
+            throw new IllegalStateException("queue pair " + number + " is " + state + ": connect works once, on a"
+                    + " prepared queue pair");
+        }
+        try {
+            modify(attr -> {
+                ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_INIT);
+                ibv_qp_attr.pkey_index(attr, (short) 0);
+                ibv_qp_attr.port_num(attr, (byte) config.port());
+                ibv_qp_attr.qp_access_flags(attr, verbs_h.IBV_ACCESS_LOCAL_WRITE | verbs_h.IBV_ACCESS_REMOTE_WRITE
+                        | verbs_h.IBV_ACCESS_REMOTE_READ | verbs_h.IBV_ACCESS_REMOTE_ATOMIC);
+            }, verbs_h.IBV_QP_STATE | verbs_h.IBV_QP_PKEY_INDEX | verbs_h.IBV_QP_PORT | verbs_h.IBV_QP_ACCESS_FLAGS);
+            modify(attr -> {
+                ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RTR);
+                ibv_qp_attr.path_mtu(attr, Math.min(port.activeMtu(), remote.mtu()));
+                ibv_qp_attr.dest_qp_num(attr, remote.qpn());
+                ibv_qp_attr.rq_psn(attr, remote.psn());
+                ibv_qp_attr.max_dest_rd_atomic(attr, (byte) config.maxRdAtomic());
+                ibv_qp_attr.min_rnr_timer(attr, (byte) 12);
+                MemorySegment ah = ibv_qp_attr.ah_attr(attr);
+                ibv_ah_attr.dlid(ah, (short) remote.lid());
+                ibv_ah_attr.port_num(ah, (byte) config.port());
+                if (port.isEthernet() || remote.lid() == 0) {
+                    ibv_ah_attr.is_global(ah, (byte) 1);
+                    MemorySegment grh = ibv_ah_attr.grh(ah);
+                    ibv_global_route.dgid(grh).copyFrom(MemorySegment.ofArray(remote.gid()));
+                    ibv_global_route.sgid_index(grh, (byte) gid.index());
+                    ibv_global_route.hop_limit(grh, (byte) 64);
+                }
+            }, verbs_h.IBV_QP_STATE | verbs_h.IBV_QP_AV | verbs_h.IBV_QP_PATH_MTU | verbs_h.IBV_QP_DEST_QPN
+                    | verbs_h.IBV_QP_RQ_PSN | verbs_h.IBV_QP_MAX_DEST_RD_ATOMIC | verbs_h.IBV_QP_MIN_RNR_TIMER);
+            modify(attr -> {
+                ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RTS);
+                ibv_qp_attr.timeout(attr, (byte) config.timeout());
+                ibv_qp_attr.retry_cnt(attr, (byte) config.retryCount());
+                ibv_qp_attr.rnr_retry(attr, (byte) config.rnrRetry());
+                ibv_qp_attr.sq_psn(attr, psn);
+                ibv_qp_attr.max_rd_atomic(attr, (byte) config.maxRdAtomic());
+            }, verbs_h.IBV_QP_STATE | verbs_h.IBV_QP_TIMEOUT | verbs_h.IBV_QP_RETRY_CNT | verbs_h.IBV_QP_RNR_RETRY
+                    | verbs_h.IBV_QP_SQ_PSN | verbs_h.IBV_QP_MAX_QP_RD_ATOMIC);
+        } catch (RuntimeException e) {
+            try {
+                modify(attr -> ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RESET), verbs_h.IBV_QP_STATE);
+            } catch (RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+        state = State.CONNECTED;
+    }
+
+    private interface AttrFill {
+        void fill(MemorySegment attr);
+    }
+
+    private void modify(AttrFill fill, int mask) {
+        try (Arena scratchArena = Arena.ofConfined()) {
+            MemorySegment attr = scratchArena.allocate(ibv_qp_attr.LAYOUT);
+            fill.fill(attr);
+            VerbsException.check("ibv_modify_qp", verbs_h.ibv_modify_qp(qp, attr, mask), 0);
+        }
+    }
+
+    // ---- zero-allocation style ----
+
+    /**
+     * RDMA Write: copies {@code length} bytes from the local buffer to the remote one.
+     *
+     * @param wrId         the caller's work-request id (0 to 2<sup>63</sup>−1), handed back in the completion
+     * @param local        the source, registered
+     * @param localOffset  bytes from the start of {@code local}
+     * @param length       bytes to write
+     * @param remote       the peer's buffer (needs REMOTE_WRITE there)
+     * @param remoteOffset bytes from the start of {@code remote}
+     * @param signaled     whether a completion is wanted (one in {@code signalEvery} is signaled anyway)
+     * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
+     * @throws IllegalStateException     when not connected, in error, or closed (also a closed buffer)
+     * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     * @throws IllegalArgumentException  when {@code wrId} is negative
+     * @throws VerbsException            when the provider refuses the post
+     */
+    public int write(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
+                     long remoteOffset, boolean signaled) {
+        return postSend(userId(wrId), verbs_h.IBV_WR_RDMA_WRITE, local, localOffset, length, remote, remoteOffset, 0,
+                0, 0, signaled, "RDMA Write");
+    }
+
+    /**
+     * RDMA Write with immediate: as {@link #write}, and the peer gets a receive completion carrying
+     * {@code immediate} (it must have a receive posted).
+     *
+     * @param wrId         the caller's id
+     * @param local        the source
+     * @param localOffset  offset in {@code local}
+     * @param length       bytes
+     * @param remote       the peer's buffer
+     * @param remoteOffset offset in {@code remote}
+     * @param immediate    32 bits for the peer
+     * @param signaled     whether a completion is wanted
+     * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
+     * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     */
+    public int writeWithImmediate(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
+                                  long remoteOffset, int immediate, boolean signaled) {
+        return postSend(userId(wrId), verbs_h.IBV_WR_RDMA_WRITE_WITH_IMM, local, localOffset, length, remote,
+                remoteOffset, immediate, 0, 0, signaled, "RDMA Write with immediate");
+    }
+
+    /**
+     * RDMA Read: copies {@code length} bytes from the remote buffer into the local one.
+     *
+     * @param wrId         the caller's id
+     * @param local        the destination
+     * @param localOffset  offset in {@code local}
+     * @param length       bytes
+     * @param remote       the peer's buffer (needs REMOTE_READ there)
+     * @param remoteOffset offset in {@code remote}
+     * @param signaled     whether a completion is wanted
+     * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
+     * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     */
+    public int read(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
+                    long remoteOffset, boolean signaled) {
+        return postSend(userId(wrId), verbs_h.IBV_WR_RDMA_READ, local, localOffset, length, remote, remoteOffset, 0, 0,
+                0, signaled, "RDMA Read");
+    }
+
+    /**
+     * Send: the peer's next posted receive gets the bytes.
+     *
+     * @param wrId        the caller's id
+     * @param local       the source
+     * @param localOffset offset in {@code local}
+     * @param length      bytes
+     * @param signaled    whether a completion is wanted
+     * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
+     * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws IndexOutOfBoundsException when the range lies outside the buffer
+     */
+    public int send(long wrId, RegisteredBuffer local, long localOffset, int length, boolean signaled) {
+        return postSend(userId(wrId), verbs_h.IBV_WR_SEND, local, localOffset, length, null, 0, 0, 0, 0, signaled,
+                "Send");
+    }
+
+    /**
+     * Send with immediate data.
+     *
+     * @param wrId        the caller's id
+     * @param local       the source
+     * @param localOffset offset in {@code local}
+     * @param length      bytes
+     * @param immediate   32 bits for the peer's receive completion
+     * @param signaled    whether a completion is wanted
+     * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
+     * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws IndexOutOfBoundsException when the range lies outside the buffer
+     */
+    public int sendWithImmediate(long wrId, RegisteredBuffer local, long localOffset, int length, int immediate,
+                                 boolean signaled) {
+        return postSend(userId(wrId), verbs_h.IBV_WR_SEND_WITH_IMM, local, localOffset, length, null, 0, immediate, 0,
+                0, signaled, "Send with immediate");
+    }
+
+    /**
+     * Compare-and-swap on 8 remote bytes: if they equal {@code compare} they become {@code swap};
+     * the original value lands in the local 8 bytes (in the peer's byte order as stored).
+     *
+     * @param wrId         the caller's id
+     * @param local        where the original value lands (8 bytes)
+     * @param localOffset  offset in {@code local}
+     * @param remote       the peer's buffer (needs REMOTE_ATOMIC there)
+     * @param remoteOffset offset in {@code remote}; the address must be 8-byte aligned
+     * @param compare      the expected value
+     * @param swap         the new value
+     * @param signaled     whether a completion is wanted
+     * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
+     * @throws IllegalArgumentException  when the remote address is not 8-byte aligned
+     * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     */
+    public int compareAndSwap(long wrId, RegisteredBuffer local, long localOffset, RemoteBuffer remote,
+                              long remoteOffset, long compare, long swap, boolean signaled) {
+        return postSend(userId(wrId), verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP, local, localOffset, 8, remote, remoteOffset, 0,
+                compare, swap, signaled, "compare-and-swap");
+    }
+
+    /**
+     * Fetch-and-add on 8 remote bytes; the original value lands in the local 8 bytes.
+     *
+     * @param wrId         the caller's id
+     * @param local        where the original value lands (8 bytes)
+     * @param localOffset  offset in {@code local}
+     * @param remote       the peer's buffer (needs REMOTE_ATOMIC there)
+     * @param remoteOffset offset in {@code remote}; the address must be 8-byte aligned
+     * @param add          the value to add
+     * @param signaled     whether a completion is wanted
+     * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
+     * @throws IllegalArgumentException  when the remote address is not 8-byte aligned
+     * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     */
+    public int fetchAndAdd(long wrId, RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset,
+                           long add, boolean signaled) {
+        return postSend(userId(wrId), verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD, local, localOffset, 8, remote, remoteOffset,
+                0, add, 0, signaled, "fetch-and-add");
+    }
+
+    /**
+     * Posts a receive for the peer's next Send (or Write with immediate).
+     *
+     * @param wrId        the caller's id
+     * @param local       where the message lands
+     * @param localOffset offset in {@code local}
+     * @param length      room for the message
+     * @return {@link #OK} or {@link #RECEIVE_QUEUE_FULL}
+     * @throws IllegalStateException     when closed or in error (receives may be posted while PREPARED)
+     * @throws IndexOutOfBoundsException when the range lies outside the buffer
+     */
+    public int receive(long wrId, RegisteredBuffer local, long localOffset, int length) {
+        return postReceive(userId(wrId), local, localOffset, length);
+    }
+
+    // ---- future style ----
+
+    /**
+     * RDMA Write, completed asynchronously (always signaled).
+     *
+     * @param local        the source
+     * @param localOffset  offset in {@code local}
+     * @param length       bytes
+     * @param remote       the peer's buffer
+     * @param remoteOffset offset in {@code remote}
+     * @return completes when the write is done; fails with {@link CompletionFailedException} on a
+     *         failed completion, {@link QueueFullException} when the send queue is full
+     * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     */
+    public CompletableFuture<WorkResult> writeAsync(RegisteredBuffer local, long localOffset, int length,
+                                                    RemoteBuffer remote, long remoteOffset) {
+        return async("RDMA Write", id -> postSend(id, verbs_h.IBV_WR_RDMA_WRITE, local, localOffset, length, remote,
+                remoteOffset, 0, 0, 0, true, "RDMA Write"));
+    }
+
+    /**
+     * RDMA Write with immediate, completed asynchronously.
+     *
+     * @param local        the source
+     * @param localOffset  offset in {@code local}
+     * @param length       bytes
+     * @param remote       the peer's buffer
+     * @param remoteOffset offset in {@code remote}
+     * @param immediate    32 bits for the peer
+     * @return the future
+     * @throws IllegalStateException when not connected, in error, or closed
+     */
+    public CompletableFuture<WorkResult> writeWithImmediateAsync(RegisteredBuffer local, long localOffset, int length,
+                                                                 RemoteBuffer remote, long remoteOffset, int immediate) {
+        return async("RDMA Write with immediate", id -> postSend(id, verbs_h.IBV_WR_RDMA_WRITE_WITH_IMM, local,
+                localOffset, length, remote, remoteOffset, immediate, 0, 0, true, "RDMA Write with immediate"));
+    }
+
+    /**
+     * RDMA Read, completed asynchronously.
+     *
+     * @param local        the destination
+     * @param localOffset  offset in {@code local}
+     * @param length       bytes
+     * @param remote       the peer's buffer
+     * @param remoteOffset offset in {@code remote}
+     * @return the future
+     * @throws IllegalStateException when not connected, in error, or closed
+     */
+    public CompletableFuture<WorkResult> readAsync(RegisteredBuffer local, long localOffset, int length,
+                                                   RemoteBuffer remote, long remoteOffset) {
+        return async("RDMA Read", id -> postSend(id, verbs_h.IBV_WR_RDMA_READ, local, localOffset, length, remote,
+                remoteOffset, 0, 0, 0, true, "RDMA Read"));
+    }
+
+    /**
+     * Send, completed asynchronously.
+     *
+     * @param local       the source
+     * @param localOffset offset in {@code local}
+     * @param length      bytes
+     * @return the future
+     * @throws IllegalStateException when not connected, in error, or closed
+     */
+    public CompletableFuture<WorkResult> sendAsync(RegisteredBuffer local, long localOffset, int length) {
+        return async("Send", id -> postSend(id, verbs_h.IBV_WR_SEND, local, localOffset, length, null, 0, 0, 0, 0, true,
+                "Send"));
+    }
+
+    /**
+     * Send with immediate, completed asynchronously.
+     *
+     * @param local       the source
+     * @param localOffset offset in {@code local}
+     * @param length      bytes
+     * @param immediate   32 bits for the peer
+     * @return the future
+     * @throws IllegalStateException when not connected, in error, or closed
+     */
+    public CompletableFuture<WorkResult> sendWithImmediateAsync(RegisteredBuffer local, long localOffset, int length,
+                                                                int immediate) {
+        return async("Send with immediate", id -> postSend(id, verbs_h.IBV_WR_SEND_WITH_IMM, local, localOffset, length,
+                null, 0, immediate, 0, 0, true, "Send with immediate"));
+    }
+
+    /**
+     * Receive, completed asynchronously with the byte count (and immediate data, if any).
+     *
+     * @param local       where the message lands
+     * @param localOffset offset in {@code local}
+     * @param length      room for the message
+     * @return the future
+     * @throws IllegalStateException when closed or in error
+     */
+    public CompletableFuture<WorkResult> receiveAsync(RegisteredBuffer local, long localOffset, int length) {
+        return async("Receive", id -> postReceive(id, local, localOffset, length));
+    }
+
+    /**
+     * Compare-and-swap, completed asynchronously; the original value is in the local 8 bytes.
+     *
+     * @param local        where the original value lands
+     * @param localOffset  offset in {@code local}
+     * @param remote       the peer's buffer
+     * @param remoteOffset offset in {@code remote}
+     * @param compare      the expected value
+     * @param swap         the new value
+     * @return the future
+     * @throws IllegalStateException when not connected, in error, or closed
+     */
+    public CompletableFuture<WorkResult> compareAndSwapAsync(RegisteredBuffer local, long localOffset,
+                                                             RemoteBuffer remote, long remoteOffset, long compare,
+                                                             long swap) {
+        return async("compare-and-swap", id -> postSend(id, verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP, local, localOffset, 8,
+                remote, remoteOffset, 0, compare, swap, true, "compare-and-swap"));
+    }
+
+    /**
+     * Fetch-and-add, completed asynchronously; the original value is in the local 8 bytes.
+     *
+     * @param local        where the original value lands
+     * @param localOffset  offset in {@code local}
+     * @param remote       the peer's buffer
+     * @param remoteOffset offset in {@code remote}
+     * @param add          the value to add
+     * @return the future
+     * @throws IllegalStateException when not connected, in error, or closed
+     */
+    public CompletableFuture<WorkResult> fetchAndAddAsync(RegisteredBuffer local, long localOffset, RemoteBuffer remote,
+                                                          long remoteOffset, long add) {
+        return async("fetch-and-add", id -> postSend(id, verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD, local, localOffset, 8,
+                remote, remoteOffset, 0, add, 0, true, "fetch-and-add"));
+    }
+
+    private interface Poster {
+        int post(long wrId);
+    }
+
+    private CompletableFuture<WorkResult> async(String what, Poster poster) {
+        CompletableFuture<WorkResult> future = new CompletableFuture<>();
+        synchronized (this) {
+            ensureOpen(what);
+            if (freeCount == 0) {
+                future.completeExceptionally(new QueueFullException("queue pair " + number + ": every slot has work"
+                        + " in flight"));
+                return future;
+            }
+            int slot = freeSlots[--freeCount];
+            pending[slot] = future;
+            pendingWhat[slot] = what;
+            int rc;
+            try {
+                rc = poster.post(FUTURE_TAG | slot);
+            } catch (RuntimeException e) {
+                releaseSlot(slot);
+                throw e;
+            }
+            if (rc != OK) {
+                releaseSlot(slot);
+                future.completeExceptionally(new QueueFullException("queue pair " + number + ": "
+                        + (rc == SEND_QUEUE_FULL ? "send queue full (" + config.maxSendWr() + " in flight)"
+                                                 : "receive queue full (" + config.maxRecvWr() + " posted)")));
+            }
+        }
+        return future;
+    }
+
+    private void releaseSlot(int slot) {
+        pending[slot] = null;
+        pendingWhat[slot] = null;
+        freeSlots[freeCount++] = slot;
+    }
+
+    // ---- posting ----
+
+    private static long userId(long wrId) {
+        if (wrId < 0) {
+            throw new IllegalArgumentException("work-request ids are 0 to 2^63-1, not " + wrId);
+        }
+        return wrId;
+    }
+
+    private void checkPostable(String what) {
+        ensureOpen(what);
+        if (state != State.CONNECTED) {
+            throw new IllegalStateException(state == State.PREPARED
+                    ? "queue pair " + number + " is not connected yet: connect(peerEndpoint) before " + what
+                    : "queue pair " + number + " is in error (" + errorText + "): " + what + " refused; make a new one");
+        }
+    }
+
+    private synchronized int postSend(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
+                                      RemoteBuffer remote, long remoteOffset, int immediate, long compareAdd, long swap,
+                                      boolean signaled, String what) {
+        checkPostable(what);
+        local.checkRange(localOffset, length, what);
+        boolean atomic = opcode == verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP || opcode == verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD;
+        long remoteAddress = 0;
+        int rkey = 0;
+        if (remote != null) {
+            if ((remoteOffset | length) < 0 || remoteOffset > remote.length() - length) {
+                throw new IndexOutOfBoundsException(what + ": remote range [" + remoteOffset + ", " + remoteOffset
+                        + " + " + length + ") is outside the remote buffer of " + remote.length() + " bytes");
+            }
+            remoteAddress = remote.address() + remoteOffset;
+            rkey = remote.rkey();
+            if (atomic && (remoteAddress & 7) != 0) {
+                throw new IllegalArgumentException(what + " needs an 8-byte aligned remote address, not 0x"
+                        + Long.toHexString(remoteAddress));
+            }
+        }
+        if (sendOutstanding >= config.maxSendWr()) {
+            return SEND_QUEUE_FULL;
+        }
+        boolean signal = signaled || unsignaledRun + 1 >= config.signalEvery() || sendOutstanding + 1 >= config.maxSendWr();
+        int flags = signal ? verbs_h.IBV_SEND_SIGNALED : 0;
+        long dataAddress = local.address() + localOffset;
+        MemorySegment s = scratch;
+        if (!atomic && opcode != verbs_h.IBV_WR_RDMA_READ && length > 0 && length <= maxInline) {
+            // Inline: the bytes are copied now (checked against a closed buffer), so the device never
+            // reads the caller's memory after this call.
+            MemorySegment.copy(local.segment(), localOffset, s, INLINE, length);
+            dataAddress = scratchAddress + INLINE;
+            flags |= verbs_h.IBV_SEND_INLINE;
+        }
+        s.set(LONG, SEND_WR + ibv_send_wr.wr_id$OFFSET, wrId);
+        s.set(LONG, SEND_WR + ibv_send_wr.next$OFFSET, 0L);
+        s.set(LONG, SEND_WR + ibv_send_wr.sg_list$OFFSET, scratchAddress + SEND_SGE);
+        s.set(INT, SEND_WR + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
+        s.set(INT, SEND_WR + ibv_send_wr.opcode$OFFSET, opcode);
+        s.set(INT, SEND_WR + ibv_send_wr.send_flags$OFFSET, flags);
+        s.set(INT, SEND_WR + ibv_send_wr.imm_data$OFFSET, Integer.reverseBytes(immediate));
+        long u = SEND_WR + ibv_send_wr.wr$OFFSET;
+        if (atomic) {
+            s.set(LONG, u + ibv_send_wr.wr.atomic.remote_addr$OFFSET, remoteAddress);
+            s.set(LONG, u + ibv_send_wr.wr.atomic.compare_add$OFFSET, compareAdd);
+            s.set(LONG, u + ibv_send_wr.wr.atomic.swap$OFFSET, swap);
+            s.set(INT, u + ibv_send_wr.wr.atomic.rkey$OFFSET, rkey);
+        } else {
+            s.set(LONG, u + ibv_send_wr.wr.rdma.remote_addr$OFFSET, remoteAddress);
+            s.set(INT, u + ibv_send_wr.wr.rdma.rkey$OFFSET, rkey);
+        }
+        s.set(LONG, SEND_SGE + ibv_sge.addr$OFFSET, dataAddress);
+        s.set(INT, SEND_SGE + ibv_sge.length$OFFSET, length);
+        s.set(INT, SEND_SGE + ibv_sge.lkey$OFFSET, local.lkey());
+        int rc;
+        try {
+            rc = (int) POST.invokeExact(postSendFn, qpAddress, scratchAddress + SEND_WR, scratchAddress + BAD_WR);
+        } catch (Throwable t) {
+            throw CompletionQueue.rethrow(t);
+        }
+        if (rc != 0) {
+            if (rc == io.jverbs.ibverbs.Errno.ENOMEM) {
+                return SEND_QUEUE_FULL; // the provider's queue is fuller than ours says (device rounding)
+            }
+            throw VerbsException.of("ibv_post_send", rc);
+        }
+        sendOutstanding++;
+        if (signal) {
+            coverRing[(coverHead + coverCount) % coverRing.length] = unsignaledRun + 1;
+            coverCount++;
+            unsignaledRun = 0;
+        } else {
+            unsignaledRun++;
+        }
+        return OK;
+    }
+
+    private synchronized int postReceive(long wrId, RegisteredBuffer local, long localOffset, int length) {
+        ensureOpen("post a receive");
+        if (state == State.ERROR) {
+            throw new IllegalStateException("queue pair " + number + " is in error (" + errorText + "): receive refused");
+        }
+        local.checkRange(localOffset, length, "receive");
+        if (recvOutstanding >= config.maxRecvWr()) {
+            return RECEIVE_QUEUE_FULL;
+        }
+        MemorySegment s = scratch;
+        s.set(LONG, RECV_WR + ibv_recv_wr.wr_id$OFFSET, wrId);
+        s.set(LONG, RECV_WR + ibv_recv_wr.next$OFFSET, 0L);
+        s.set(LONG, RECV_WR + ibv_recv_wr.sg_list$OFFSET, scratchAddress + RECV_SGE);
+        s.set(INT, RECV_WR + ibv_recv_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
+        s.set(LONG, RECV_SGE + ibv_sge.addr$OFFSET, local.address() + localOffset);
+        s.set(INT, RECV_SGE + ibv_sge.length$OFFSET, length);
+        s.set(INT, RECV_SGE + ibv_sge.lkey$OFFSET, local.lkey());
+        int rc;
+        try {
+            rc = (int) POST.invokeExact(postRecvFn, qpAddress, scratchAddress + RECV_WR, scratchAddress + BAD_WR);
+        } catch (Throwable t) {
+            throw CompletionQueue.rethrow(t);
+        }
+        if (rc != 0) {
+            if (rc == io.jverbs.ibverbs.Errno.ENOMEM) {
+                return RECEIVE_QUEUE_FULL;
+            }
+            throw VerbsException.of("ibv_post_recv", rc);
+        }
+        recvOutstanding++;
+        return OK;
+    }
+
+    // ---- completions ----
+
+    /**
+     * Accounts for one completion of this queue pair; completes its future, if any.
+     *
+     * @return true when the completion belongs to the caller's handler (not a future)
+     */
+    boolean onCompletion(Completion c, CompletionQueue from) {
+        long wrId = c.wrId();
+        int status = c.status();
+        CompletableFuture<?> future = null;
+        String what = null;
+        synchronized (this) {
+            if (status == WcStatus.SUCCESS) {
+                if (c.isReceive()) {
+                    recvOutstanding--;
+                } else if (coverCount > 0) {
+                    sendOutstanding -= coverRing[coverHead];
+                    coverHead = (coverHead + 1) % coverRing.length;
+                    coverCount--;
+                }
+            } else if (state != State.ERROR && !isClosed()) {
+                state = State.ERROR;
+                errorText = WcStatus.name(status) + " (vendor error 0x" + Integer.toHexString(c.vendorError())
+                        + ") on work request " + ((wrId & FUTURE_TAG) != 0 ? "of a future" : Long.toString(wrId));
+            }
+            if ((wrId & FUTURE_TAG) != 0) {
+                int slot = (int) (wrId & Integer.MAX_VALUE);
+                if (slot < pending.length && pending[slot] != null) {
+                    future = pending[slot];
+                    what = pendingWhat[slot];
+                    releaseSlot(slot);
+                }
+            }
+        }
+        if ((wrId & FUTURE_TAG) == 0) {
+            return true;
+        }
+        if (future != null) {
+            @SuppressWarnings("unchecked")
+            CompletableFuture<WorkResult> f = (CompletableFuture<WorkResult>) future;
+            if (status == WcStatus.SUCCESS) {
+                f.complete(new WorkResult(c.opcode(), c.byteLength(), c.hasImmediate() ? c.immediateData() : 0,
+                        c.hasImmediate()));
+            } else {
+                f.completeExceptionally(new CompletionFailedException(what, status, c.vendorError(), number));
+            }
+        }
+        return false;
+    }
+
+    @Override
+    public synchronized MemorySegment handle() {
+        ensureOpen("use its handle");
+        return qp;
+    }
+
+    @Override
+    void beforeClose() {
+        config.sendQueue().detach(this);
+        config.receiveQueue().detach(this);
+    }
+
+    @Override
+    void destroyNative() {
+        List<CompletableFuture<?>> orphans = new ArrayList<>();
+        for (int i = 0; i < pending.length; i++) {
+            if (pending[i] != null) {
+                orphans.add(pending[i]);
+                pending[i] = null;
+            }
+        }
+        int rc = verbs_h.ibv_destroy_qp(qp);
+        arena.close();
+        for (CompletableFuture<?> f : orphans) {
+            f.completeExceptionally(new IllegalStateException("queue pair " + number
+                    + " was closed with this operation in flight"));
+        }
+        VerbsException.check("ibv_destroy_qp", rc, 0);
+    }
+
+    @Override
+    public String toString() {
+        return "queue pair " + number + " " + state();
+    }
+}

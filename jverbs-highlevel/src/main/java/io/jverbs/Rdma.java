@@ -1,0 +1,136 @@
+package io.jverbs;
+
+import io.jverbs.ibverbs.Errno;
+import io.jverbs.ibverbs.Native;
+import io.jverbs.ibverbs.raw.verbs_h;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Where a service starts: the RDMA devices of this machine, and opening one.
+ *
+ * <pre>{@code
+ * try (Context ctx = Rdma.open("rxe0");
+ *      ProtectionDomain pd = ctx.allocateProtectionDomain()) { ... }
+ * }</pre>
+ *
+ * <p>All methods are thread-safe.
+ */
+public final class Rdma {
+    private Rdma() {
+    }
+
+    /**
+     * Lists the RDMA devices rdma-core sees. Never throws for "no devices": the list is empty and
+     * {@link DeviceList#reason()} says why (no kernel RDMA support, no device created, rdma-core
+     * missing).
+     *
+     * @return the devices, or an empty list with the reason
+     */
+    public static DeviceList devices() {
+        List<String> names = new ArrayList<>();
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment count = scratch.allocate(ValueLayout.JAVA_INT);
+            MemorySegment list;
+            try {
+                list = verbs_h.ibv_get_device_list(count);
+            } catch (UnsatisfiedLinkError | RuntimeException e) {
+                return new DeviceList(List.of(), "rdma-core cannot be used: " + e.getMessage());
+            }
+            if (list.address() == 0) {
+                int errno = Native.lastErrno();
+                return new DeviceList(List.of(), errno == Errno.ENOSYS
+                        ? "this kernel has no RDMA support (ibv_get_device_list: ENOSYS): use a kernel with rdma_rxe,"
+                          + " or run inside soft-roce-ci/with-rxe"
+                        : "ibv_get_device_list failed: " + Errno.name(errno) + " (" + errno + ")");
+            }
+            try {
+                int n = count.get(ValueLayout.JAVA_INT, 0);
+                MemorySegment array = list.reinterpret((long) n * ValueLayout.ADDRESS.byteSize());
+                for (int i = 0; i < n; i++) {
+                    MemorySegment device = array.getAtIndex(ValueLayout.ADDRESS, i);
+                    names.add(verbs_h.ibv_get_device_name(device).reinterpret(256).getString(0));
+                }
+            } finally {
+                verbs_h.ibv_free_device_list(list);
+            }
+        }
+        List<DeviceInfo> devices = new ArrayList<>();
+        for (String name : names) {
+            devices.add(DeviceInfo.read(name));
+        }
+        return new DeviceList(List.copyOf(devices), devices.isEmpty() ? noDeviceReason() : null);
+    }
+
+    /**
+     * Opens a device by name.
+     *
+     * @param deviceName such as {@code "rxe0"} or {@code "mlx5_0"}
+     * @return the opened device; close it to release everything made from it
+     * @throws java.util.NoSuchElementException when no such device exists (the message lists the
+     *                                          devices there are, or why there are none)
+     * @throws io.jverbs.ibverbs.VerbsException when {@code ibv_open_device} fails
+     */
+    public static Context open(String deviceName) {
+        return Context.open(deviceName);
+    }
+
+    private static String noDeviceReason() {
+        if (!Files.isDirectory(Path.of("/sys/class/infiniband"))) {
+            return "no RDMA device: the kernel has no InfiniBand/RDMA core loaded (modprobe rdma_rxe, then"
+                   + " rdma link add rxe0 type rxe netdev <eth>)";
+        }
+        return "no RDMA device: create one (rdma link add rxe0 type rxe netdev <eth>) or load your NIC's driver";
+    }
+
+    /**
+     * The devices of this machine.
+     *
+     * @param devices the devices, in rdma-core's order
+     * @param reason  why the list is empty, or {@code null} when it is not
+     */
+    public record DeviceList(List<DeviceInfo> devices, String reason) {
+        /**
+         * Returns whether there is at least one device.
+         *
+         * @return true when the list is not empty
+         */
+        public boolean any() {
+            return !devices.isEmpty();
+        }
+    }
+
+    /**
+     * One device, as sysfs describes it.
+     *
+     * @param name      the device name ({@code rxe0})
+     * @param nodeGuid  the node GUID as sysfs prints it, or "" when unreadable
+     * @param netdevice the Ethernet interface under a RoCE device, or "" (unknown or InfiniBand)
+     */
+    public record DeviceInfo(String name, String nodeGuid, String netdevice) {
+        static DeviceInfo read(String name) {
+            Path dir = Path.of("/sys/class/infiniband", name);
+            String netdev = "";
+            try (var entries = Files.list(dir.resolve("ports/1/gid_attrs/ndevs"))) {
+                netdev = entries.findFirst().map(p -> readQuietly(p)).orElse("");
+            } catch (java.io.IOException | RuntimeException e) {
+                netdev = "";
+            }
+            return new DeviceInfo(name, readQuietly(dir.resolve("node_guid")), netdev);
+        }
+    }
+
+    static String readQuietly(Path file) {
+        try {
+            return Files.readString(file).trim();
+        } catch (java.io.IOException | RuntimeException e) {
+            return "";
+        }
+    }
+}

@@ -1,0 +1,194 @@
+package io.jverbs;
+
+import io.jverbs.ibverbs.VerbsException;
+import io.jverbs.ibverbs.raw.ibv_mr;
+import io.jverbs.ibverbs.raw.verbs_h;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+import java.util.Set;
+
+/**
+ * Native memory registered with the device: a {@link MemorySegment} plus the local key (lkey)
+ * that lets this side's work requests use it and, when remote rights were granted, the remote key
+ * (rkey) a peer needs.
+ *
+ * <p>Lifetime: {@link #close()} deregisters the memory ({@code ibv_dereg_mr}) <em>before</em> its
+ * memory is freed, so the device can never touch freed memory; work still in flight on it ends
+ * with an error completion. A buffer made by {@link ProtectionDomain#allocate} owns its memory:
+ * after close, {@link #segment()} (and every slice of it) throws on access. A buffer made by
+ * {@link ProtectionDomain#register} leaves the memory to the caller, who must keep it allocated
+ * until this buffer is closed.
+ *
+ * <p>Thread-safe; the bytes of the segment are shared with the device and with the peer (when
+ * remote rights were granted): who writes when is the application's protocol.
+ */
+public final class RegisteredBuffer extends Resource {
+    private final MemorySegment memory;
+    private final Arena owned;
+    private final MemorySegment mr;
+    private final long address;
+    private final long length;
+    private final int lkey;
+    private final int rkey;
+    private final Set<Access> access;
+    /** Read on the hot path without the monitor; a race with close ends in an error completion. */
+    private volatile boolean open = true;
+
+    private RegisteredBuffer(ProtectionDomain pd, MemorySegment memory, Arena owned, MemorySegment mr, Set<Access> access) {
+        super("registered buffer", pd);
+        this.memory = memory;
+        this.owned = owned;
+        this.mr = mr;
+        MemorySegment m = mr.reinterpret(ibv_mr.sizeof());
+        this.address = memory.address();
+        this.length = memory.byteSize();
+        this.lkey = ibv_mr.lkey(m);
+        this.rkey = ibv_mr.rkey(m);
+        this.access = Set.copyOf(access);
+    }
+
+    static RegisteredBuffer adopt(ProtectionDomain pd, MemorySegment memory, Arena owned, MemorySegment mr,
+                                  Set<Access> access) {
+        RegisteredBuffer buffer = new RegisteredBuffer(pd, memory, owned, mr, access);
+        try {
+            buffer.adoptedByParent();
+        } catch (IllegalStateException e) {
+            verbs_h.ibv_dereg_mr(mr);
+            if (owned != null) {
+                owned.close();
+            }
+            throw e;
+        }
+        return buffer;
+    }
+
+    /**
+     * The registered memory. For an owned buffer the segment becomes inaccessible when the buffer
+     * is closed (access then throws {@link IllegalStateException}).
+     *
+     * @return the memory, {@link #length()} bytes, page-aligned when allocated by jverbs
+     */
+    public MemorySegment segment() {
+        return memory;
+    }
+
+    /**
+     * Returns the start address.
+     *
+     * @return the start address (also the I/O virtual address peers use)
+     */
+    public long address() {
+        return address;
+    }
+
+    /**
+     * Returns the size.
+     *
+     * @return bytes registered
+     */
+    public long length() {
+        return length;
+    }
+
+    /**
+     * Returns the local key.
+     *
+     * @return the lkey, for this side's work requests
+     */
+    public int lkey() {
+        return lkey;
+    }
+
+    /**
+     * Returns the remote key.
+     *
+     * @return the rkey, meaningful to a peer only when remote rights were granted
+     */
+    public int rkey() {
+        return rkey;
+    }
+
+    /**
+     * Returns the rights granted at registration.
+     *
+     * @return the remote rights (empty: local use only)
+     */
+    public Set<Access> access() {
+        return access;
+    }
+
+    /**
+     * This buffer as a peer addresses it, to send to the peer.
+     *
+     * @return address, length and rkey
+     * @throws IllegalStateException when no remote right was granted (the rkey would be useless)
+     *                               or the buffer is closed
+     */
+    public RemoteBuffer remote() {
+        if (access.isEmpty()) {
+            throw new IllegalStateException("this buffer was registered for local use only: grant Access.REMOTE_WRITE,"
+                    + " REMOTE_READ or REMOTE_ATOMIC to let a peer reach it");
+        }
+        checkOpen();
+        return new RemoteBuffer(address, length, rkey);
+    }
+
+    /**
+     * A part of this buffer as a peer addresses it.
+     *
+     * @param offset bytes from the start
+     * @param bytes  length
+     * @return the part
+     * @throws IndexOutOfBoundsException when the part is not inside the buffer
+     */
+    public RemoteBuffer remote(long offset, long bytes) {
+        return remote().slice(offset, bytes);
+    }
+
+    @Override
+    public synchronized MemorySegment handle() {
+        ensureOpen("use its handle");
+        return mr;
+    }
+
+    /** Throws unless open and {@code [offset, offset + bytes)} lies inside; the hot path's check. */
+    void checkRange(long offset, long bytes, String operation) {
+        if (!open) {
+            throw new IllegalStateException("registered buffer is closed: cannot " + operation);
+        }
+        if ((offset | bytes) < 0 || offset > length - bytes) {
+            throw new IndexOutOfBoundsException(operation + ": local range [" + offset + ", " + offset + " + " + bytes
+                    + ") is outside the registered buffer of " + length + " bytes");
+        }
+    }
+
+    private void checkOpen() {
+        if (!open) {
+            throw new IllegalStateException("registered buffer is closed");
+        }
+    }
+
+    @Override
+    void destroyNative() {
+        open = false;
+        int rc = verbs_h.ibv_dereg_mr(mr);
+        // Only once the device can no longer reach the pages are they freed (or left to the caller).
+        if (rc == 0 && owned != null) {
+            owned.close();
+        }
+        VerbsException.check("ibv_dereg_mr", rc, 0);
+    }
+
+    @Override
+    public String toString() {
+        return "registered buffer " + length + " B at 0x" + Long.toHexString(address) + " lkey 0x"
+                + Integer.toHexString(lkey) + (access.isEmpty() ? "" : " rkey 0x" + Integer.toHexString(rkey) + " " + access)
+                + (open ? "" : " (closed)");
+    }
+
+    static void requireNonNull(Object o, String what) {
+        Objects.requireNonNull(o, what);
+    }
+}

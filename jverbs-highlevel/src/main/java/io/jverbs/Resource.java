@@ -1,0 +1,138 @@
+package io.jverbs;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A node of the ownership tree: a native object with a parent that closes it, children it
+ * closes first (in reverse order of creation), and an idempotent {@link #close()}.
+ *
+ * <p>Thread-safety: {@link #close()} may be called from any thread, any number of times; the
+ * subclass's operations and {@link #destroyNative()} run under this object's monitor, so a close
+ * waits for an operation in progress and an operation after close throws.
+ */
+public abstract sealed class Resource implements AutoCloseable
+        permits Context, ProtectionDomain, RegisteredBuffer, CompletionQueue, QueuePair {
+    private final String kind;
+    private final Resource parent;
+    private final List<Resource> children = new ArrayList<>();
+    private boolean closed;
+
+    Resource(String kind, Resource parent) {
+        this.kind = kind;
+        this.parent = parent;
+    }
+
+    /** Registers this object with its parent once its native object exists. */
+    final void adoptedByParent() {
+        if (parent != null) {
+            parent.adopt(this);
+        }
+    }
+
+    private synchronized void adopt(Resource child) {
+        if (closed) {
+            // The parent was closed while the child was being made: undo the child right away.
+            throw new IllegalStateException(kind + " is closed: cannot create a " + child.kind + " under it");
+        }
+        children.add(child);
+    }
+
+    private synchronized void forget(Resource child) {
+        children.remove(child);
+    }
+
+    /**
+     * Returns whether {@link #close()} has run.
+     *
+     * @return true once this object is closed (its native object destroyed)
+     */
+    public final synchronized boolean isClosed() {
+        return closed;
+    }
+
+    /**
+     * Throws when closed. Called under this object's monitor by the operations.
+     *
+     * @param operation what the caller tried, for the message
+     */
+    final void ensureOpen(String operation) {
+        if (closed) {
+            throw new IllegalStateException(kind + " is closed: cannot " + operation);
+        }
+    }
+
+    /**
+     * The raw native handle (the C pointer of the object), an escape hatch to the thin bindings.
+     * It is valid only until {@link #close()}; using it afterwards is use-after-free, which the
+     * thin layer cannot detect.
+     *
+     * @return the C object as a zero-length segment
+     * @throws IllegalStateException when closed
+     */
+    public abstract MemorySegment handle();
+
+    /**
+     * Closes the children (in reverse order of creation), then destroys this native object and
+     * removes it from its parent. Idempotent; safe from any thread.
+     *
+     * @throws io.jverbs.ibverbs.VerbsException when the native destroy fails (the object is then
+     *                                           still marked closed: it can no longer be used)
+     */
+    @Override
+    public final void close() {
+        List<Resource> toClose;
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            toClose = new ArrayList<>(children);
+        }
+        RuntimeException failure = null;
+        for (int i = toClose.size() - 1; i >= 0; i--) {
+            try {
+                toClose.get(i).close();
+            } catch (RuntimeException e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
+        beforeClose();
+        synchronized (this) {
+            if (!closed) {
+                closed = true;
+                try {
+                    destroyNative();
+                } catch (RuntimeException e) {
+                    if (failure == null) {
+                        failure = e;
+                    } else {
+                        failure.addSuppressed(e);
+                    }
+                }
+            }
+        }
+        if (parent != null) {
+            parent.forget(this);
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    /** Runs outside the monitor before the destroy (e.g. closing dependants held elsewhere). */
+    void beforeClose() {
+    }
+
+    /** Destroys the native object; runs once, under this object's monitor. */
+    abstract void destroyNative();
+
+    @Override
+    public String toString() {
+        return kind + (isClosed() ? " (closed)" : "");
+    }
+}

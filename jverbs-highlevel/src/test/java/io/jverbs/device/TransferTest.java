@@ -1,0 +1,216 @@
+package io.jverbs.device;
+
+import io.jverbs.Access;
+import io.jverbs.CompletionFailedException;
+import io.jverbs.Context;
+import io.jverbs.Gid;
+import io.jverbs.QueuePair;
+import io.jverbs.Rdma;
+import io.jverbs.RegisteredBuffer;
+import io.jverbs.RemoteBuffer;
+import io.jverbs.WcStatus;
+import io.jverbs.WorkResult;
+import io.jverbs.ibverbs.device.DeviceTest;
+import io.jverbs.ibverbs.device.TestDevice;
+import io.jverbs.ibverbs.raw.verbs_h;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** jverbs-highlevel on a real device: discovery, RDMA Write/Read/Send/atomics in both styles, errors from the device. */
+@DeviceTest
+class TransferTest {
+    private static final long T = 20_000;
+
+    @Test
+    void devicesAndPortAndGid(TestDevice device) {
+        Rdma.DeviceList list = Rdma.devices();
+        assertTrue(list.devices().stream().anyMatch(d -> d.name().equals(device.name())),
+                "Rdma.devices() lists " + device.name() + ": " + list);
+        try (Context ctx = Rdma.open(device.name())) {
+            Context.PortAttributes port = ctx.port(1);
+            assertTrue(port.isActive(), "port 1 ACTIVE on " + device.name());
+            assertTrue(port.isEthernet(), "rxe is RoCE");
+            Gid gid = ctx.chooseGid(1);
+            assertTrue(gid.isRoceV2() && gid.isIpv4Mapped(), "chosen GID is IPv4-mapped RoCE v2: " + gid);
+            if (device.gidIndexEnv() >= 0) {
+                assertEquals(device.gidIndexEnv(), gid.index(), "the rig's GID index");
+            }
+            assertTrue(ctx.deviceAttributes().maxQpWr() > 0, "device attributes read");
+        }
+    }
+
+    @Test
+    void writeThenReadBackFutureStyle(TestDevice device) throws Exception {
+        try (Loopback lb = new Loopback(device, 8192)) {
+            lb.client.startPoller();
+            byte[] payload = "jverbs RDMA Write → Read, byte for byte on ".concat(device.name()).getBytes(StandardCharsets.UTF_8);
+            lb.client.buffer.segment().asSlice(100, payload.length).copyFrom(java.lang.foreign.MemorySegment.ofArray(payload));
+            RemoteBuffer remote = lb.serverRemote();
+            WorkResult w = lb.client.qp.writeAsync(lb.client.buffer, 100, payload.length, remote, 1000).get(T, TimeUnit.MILLISECONDS);
+            assertEquals(verbs_h.IBV_WC_RDMA_WRITE, w.opcode());
+            assertArrayEquals(payload, lb.server.buffer.segment().asSlice(1000, payload.length).toArray(ValueLayout.JAVA_BYTE),
+                    "the server's buffer holds the payload");
+            lb.client.qp.readAsync(lb.client.buffer, 4096, payload.length, remote, 1000).get(T, TimeUnit.MILLISECONDS);
+            assertArrayEquals(payload, lb.client.buffer.segment().asSlice(4096, payload.length).toArray(ValueLayout.JAVA_BYTE),
+                    "read back byte for byte");
+            // A large write: more than one MTU, not inline.
+            byte[] big = new byte[6000];
+            for (int i = 0; i < big.length; i++) {
+                big[i] = (byte) (i * 31 + 7);
+            }
+            lb.client.buffer.segment().asSlice(0, big.length).copyFrom(java.lang.foreign.MemorySegment.ofArray(big));
+            lb.client.qp.writeAsync(lb.client.buffer, 0, big.length, remote, 2000).get(T, TimeUnit.MILLISECONDS);
+            assertArrayEquals(big, lb.server.buffer.segment().asSlice(2000, big.length).toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    @Test
+    void zeroAllocationStyleWithModeration(TestDevice device) throws Exception {
+        try (Loopback lb = new Loopback(device, 4096, c -> c.withDepth(32, 32).withSignalEvery(4), false)) {
+            RemoteBuffer remote = lb.serverRemote();
+            int posts = 40;
+            List<String> failures = new ArrayList<>();
+            for (int i = 0; i < posts; i++) {
+                lb.client.buffer.segment().set(ValueLayout.JAVA_INT, i * 4L, i * 1000 + 1);
+                int rc;
+                long deadline = System.nanoTime() + T * 1_000_000;
+                while ((rc = lb.client.qp.write(i, lb.client.buffer, i * 4L, 4, remote, i * 4L, false)) == QueuePair.SEND_QUEUE_FULL) {
+                    assertTrue(System.nanoTime() < deadline, "the send queue drains");
+                    lb.client.cq.poll(c -> {
+                        if (!c.isSuccess()) {
+                            failures.add(c.toString());
+                        }
+                    }, 16);
+                }
+                assertEquals(QueuePair.OK, rc);
+            }
+            int last = lb.client.qp.write(posts, lb.client.buffer, 0, 4, remote, 0, true);
+            assertEquals(QueuePair.OK, last);
+            long deadline = System.nanoTime() + T * 1_000_000;
+            boolean[] sawLast = {false};
+            while (!sawLast[0]) {
+                assertTrue(System.nanoTime() < deadline, "the signaled write completes");
+                lb.client.cq.poll(c -> {
+                    if (!c.isSuccess()) {
+                        failures.add(c.toString());
+                    }
+                    if (c.wrId() == posts) {
+                        sawLast[0] = true;
+                    }
+                }, 16);
+            }
+            assertEquals(List.of(), failures, "every completion succeeded");
+            assertEquals(0, lb.client.cq.handlerFailures());
+            for (int i = 1; i < posts; i++) {
+                assertEquals(i * 1000 + 1, lb.server.buffer.segment().get(ValueLayout.JAVA_INT, i * 4L), "word " + i);
+            }
+        }
+    }
+
+    @Test
+    void sendReceiveAndImmediates(TestDevice device) throws Exception {
+        try (Loopback lb = new Loopback(device, 4096)) {
+            assertEquals(QueuePair.OK, lb.server.qp.receive(7, lb.server.buffer, 0, 512));
+            assertEquals(QueuePair.OK, lb.server.qp.receive(8, lb.server.buffer, 512, 512));
+            assertEquals(QueuePair.OK, lb.server.qp.receive(9, lb.server.buffer, 1024, 512));
+            byte[] msg = "hello over Send".getBytes(StandardCharsets.US_ASCII);
+            lb.client.buffer.segment().asSlice(0, msg.length).copyFrom(java.lang.foreign.MemorySegment.ofArray(msg));
+            assertEquals(QueuePair.OK, lb.client.qp.send(1, lb.client.buffer, 0, msg.length, true));
+            assertEquals(QueuePair.OK, lb.client.qp.sendWithImmediate(2, lb.client.buffer, 0, msg.length, 0xCAFE, true));
+            assertEquals(QueuePair.OK, lb.client.qp.writeWithImmediate(3, lb.client.buffer, 0, msg.length,
+                    lb.serverRemote(), 3000, 0xBEEF, true));
+            List<Polling.Seen> sent = Polling.await(lb.client.cq, 3, T);
+            sent.forEach(s -> assertEquals("SUCCESS", s.statusName(), s.toString()));
+            List<Polling.Seen> received = Polling.await(lb.server.cq, 3, T);
+            assertEquals(List.of(7L, 8L, 9L), received.stream().map(Polling.Seen::wrId).toList(), "receives in order");
+            assertEquals(msg.length, received.get(0).byteLength());
+            assertArrayEquals(msg, lb.server.buffer.segment().asSlice(0, msg.length).toArray(ValueLayout.JAVA_BYTE));
+            assertTrue(received.get(1).hasImmediate() && received.get(1).immediate() == 0xCAFE, received.get(1).toString());
+            assertTrue(received.get(2).hasImmediate() && received.get(2).immediate() == 0xBEEF, received.get(2).toString());
+            assertEquals(verbs_h.IBV_WC_RECV_RDMA_WITH_IMM, received.get(2).opcode());
+            assertArrayEquals(msg, lb.server.buffer.segment().asSlice(3000, msg.length).toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    @Test
+    void atomics(TestDevice device) throws Exception {
+        try (Loopback lb = new Loopback(device, 4096)) {
+            lb.client.startPoller();
+            lb.server.buffer.segment().set(ValueLayout.JAVA_LONG, 64, 41L);
+            RemoteBuffer remote = lb.serverRemote();
+            lb.client.qp.fetchAndAddAsync(lb.client.buffer, 0, remote, 64, 1).get(T, TimeUnit.MILLISECONDS);
+            assertEquals(41L, lb.client.buffer.segment().get(ValueLayout.JAVA_LONG, 0), "fetch-and-add returns the old value");
+            assertEquals(42L, lb.server.buffer.segment().get(ValueLayout.JAVA_LONG, 64));
+            lb.client.qp.compareAndSwapAsync(lb.client.buffer, 8, remote, 64, 42, 1000).get(T, TimeUnit.MILLISECONDS);
+            assertEquals(42L, lb.client.buffer.segment().get(ValueLayout.JAVA_LONG, 8));
+            assertEquals(1000L, lb.server.buffer.segment().get(ValueLayout.JAVA_LONG, 64), "swapped");
+            lb.client.qp.compareAndSwapAsync(lb.client.buffer, 16, remote, 64, 42, 7).get(T, TimeUnit.MILLISECONDS);
+            assertEquals(1000L, lb.server.buffer.segment().get(ValueLayout.JAVA_LONG, 64), "no swap when compare differs");
+        }
+    }
+
+    @Test
+    void wrongRkeyFailsWithRemAccessErrAndErrorsTheQueuePair(TestDevice device) throws Exception {
+        try (Loopback lb = new Loopback(device, 4096)) {
+            lb.client.startPoller();
+            RemoteBuffer good = lb.serverRemote();
+            RemoteBuffer wrong = new RemoteBuffer(good.address(), good.length(), good.rkey() ^ 0x5a5a00);
+            ExecutionException e = assertThrows(ExecutionException.class,
+                    () -> lb.client.qp.writeAsync(lb.client.buffer, 0, 64, wrong, 0).get(T, TimeUnit.MILLISECONDS));
+            CompletionFailedException failed = assertInstanceOf(CompletionFailedException.class, e.getCause());
+            assertEquals(WcStatus.REM_ACCESS_ERR, failed.status(), failed.getMessage());
+            assertTrue(failed.getMessage().contains("REM_ACCESS_ERR"), failed.getMessage());
+            assertEquals(QueuePair.State.ERROR, lb.client.qp.state());
+            assertEquals(verbs_h.IBV_QPS_ERR, lb.client.qp.deviceState(), "the device agrees: ERR");
+            IllegalStateException later = assertThrows(IllegalStateException.class,
+                    () -> lb.client.qp.write(1, lb.client.buffer, 0, 8, good, 0, true));
+            assertTrue(later.getMessage().contains("in error") && later.getMessage().contains("REM_ACCESS_ERR"), later.getMessage());
+        }
+    }
+
+    @Test
+    void futuresFromVirtualThreadsWithSleepingPoller(TestDevice device) throws Exception {
+        try (Loopback lb = new Loopback(device, 64 * 1024, c -> c, true)) {
+            lb.client.poller = io.jverbs.Poller.sleeping(null, lb.client.cq);
+            RemoteBuffer remote = lb.serverRemote();
+            List<java.util.concurrent.Future<?>> done = new ArrayList<>();
+            try (var pool = Executors.newVirtualThreadPerTaskExecutor()) {
+                for (int t = 0; t < 32; t++) {
+                    int slot = t;
+                    done.add(pool.submit(() -> {
+                        lb.client.buffer.segment().set(ValueLayout.JAVA_LONG, slot * 8L, 0x1000L + slot);
+                        CompletableFuture<WorkResult> f;
+                        synchronized (lb) {
+                            f = lb.client.qp.writeAsync(lb.client.buffer, slot * 8L, 8, remote, slot * 8L);
+                        }
+                        return f.get(T, TimeUnit.MILLISECONDS);
+                    }));
+                }
+                for (var f : done) {
+                    f.get(T, TimeUnit.MILLISECONDS);
+                }
+            }
+            for (int t = 0; t < 32; t++) {
+                assertEquals(0x1000L + t, lb.server.buffer.segment().get(ValueLayout.JAVA_LONG, t * 8L));
+            }
+            long start = System.nanoTime();
+            lb.client.poller.close();
+            assertTrue(System.nanoTime() - start < 1_000_000_000L, "the sleeping poller stops within 1 s");
+            lb.client.poller = null;
+        }
+    }
+}
