@@ -359,6 +359,26 @@ class Emitter:
         out.append('}')
         return '\n'.join(out) + '\n'
 
+    # ------------------------------------------------------------------ provenance
+
+    def info_file(self, version, package, headers):
+        return '\n'.join([
+            self.header_comment, f'package {self.package};', '',
+            'import java.util.List;', '',
+            '/**',
+            ' * What the generated classes of this package were read from. The one generated file that names',
+            ' * the rdma-core version: a new package revision with unchanged headers changes this file only.',
+            ' */',
+            'public final class BindingsInfo {',
+            '    private BindingsInfo() {}', '',
+            f'    /** The version of the {{@code {package}}} package whose headers were read: {{@value}}. */',
+            f'    public static final String RDMA_CORE_VERSION = "{version}";', '',
+            '    /** The package that installs the headers: {@value}. */',
+            f'    public static final String HEADERS_PACKAGE = "{package}";', '',
+            '    /** The headers (under {@code /usr/include}) whose declarations were generated; records they use come along. */',
+            '    public static final List<String> HEADERS = List.of(' + ', '.join(f'"{h}"' for h in headers) + ');',
+            '}']) + '\n'
+
 
 def java_literal(value, java):
     if java == 'int':
