@@ -359,6 +359,51 @@ class Emitter:
         out.append('}')
         return '\n'.join(out) + '\n'
 
+    # ------------------------------------------------------------------ provenance and prototypes
+
+    def info_file(self, version, package, headers):
+        return '\n'.join([
+            self.header_comment, f'package {self.package};', '',
+            'import java.util.List;', '',
+            '/**',
+            ' * What the generated classes of this package were read from. The one generated file that names',
+            ' * the rdma-core version: a new package revision with unchanged headers changes this file only.',
+            ' */',
+            'public final class BindingsInfo {',
+            '    private BindingsInfo() {}', '',
+            f'    /** The version of the {{@code {package}}} package whose headers were read: {{@value}}. */',
+            f'    public static final String RDMA_CORE_VERSION = "{version}";', '',
+            '    /** The package that installs the headers: {@value}. */',
+            f'    public static final String HEADERS_PACKAGE = "{package}";', '',
+            '    /** The headers (under {@code /usr/include}) whose declarations were generated; records they use come along. */',
+            '    public static final List<String> HEADERS = List.of(' + ', '.join(f'"{h}"' for h in headers) + ');',
+            '}']) + '\n'
+
+    def functions_file(self, header_class, functions):
+        out = [self.header_comment, f'package {self.package};', '',
+               'import java.util.List;', 'import java.util.Map;', '',
+               '/**',
+               f' * The C prototype of every downcall of {{@link {header_class}}} as libclang read it from the',
+               ' * header: by function name, the return type then each parameter\'s type, spelled as declared.',
+               ' * The descriptor test redeclares each function with these types in a C probe (gcc accepts only',
+               ' * the header\'s own prototype) and compares gcc\'s size and kind of each type with the',
+               ' * function\'s {@code $descriptor()}.',
+               ' */',
+               'public final class Functions {',
+               '    private Functions() {}', '',
+               '    /** By C function name: {@code [return type, parameter types...]}; {@code "void"} for no result. */',
+               '    public static final Map<String, List<String>> C_TYPES = Map.ofEntries(']
+        body = []
+        for f in functions:
+            types = [f.ret.ctype if f.ret else 'void', *(p.ctype for p in f.params)]
+            for t in types:
+                if '"' in t or '\\' in t:
+                    raise GenError(f'{f.name}: type {t} cannot be written as a Java string')
+            body.append(f'            Map.entry("{f.name}", List.of(' + ', '.join(f'"{t}"' for t in types) + '))')
+        out.append(',\n'.join(body) + ');')
+        out.append('}')
+        return '\n'.join(out) + '\n'
+
 
 def java_literal(value, java):
     if java == 'int':

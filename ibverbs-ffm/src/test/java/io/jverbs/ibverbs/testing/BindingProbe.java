@@ -220,9 +220,17 @@ public final class BindingProbe {
 
     /** The probe's source: one {@code printf} of {@code index value} per check. */
     static String probeSource(List<String> headers, List<Check> checks) {
+        return probeSource(headers, List.of(), checks);
+    }
+
+    /** The probe's source, with file-scope declarations (macros, static assertions) before {@code main}. */
+    static String probeSource(List<String> headers, List<String> declarations, List<Check> checks) {
         StringBuilder c = new StringBuilder("#include <stdio.h>\n#include <stddef.h>\n");
         for (String h : headers) {
             c.append("#include <").append(h).append(">\n");
+        }
+        for (String d : declarations) {
+            c.append(d).append('\n');
         }
         c.append("int main(void) {\n");
         for (int i = 0; i < checks.size(); i++) {
@@ -236,7 +244,13 @@ public final class BindingProbe {
     /** Compiles and runs the probe; returns the C value of every check by its index. */
     public static Map<Integer, Long> runProbe(String name, List<String> headers, List<Check> checks)
             throws IOException, InterruptedException {
-        var exe = CBuild.executable(name, probeSource(headers, checks));
+        return runProbe(name, headers, List.of(), checks);
+    }
+
+    /** Compiles and runs the probe with file-scope declarations; returns the C value of every check by its index. */
+    public static Map<Integer, Long> runProbe(String name, List<String> headers, List<String> declarations, List<Check> checks)
+            throws IOException, InterruptedException {
+        var exe = CBuild.executable(name, probeSource(headers, declarations, checks));
         Map<Integer, Long> values = new HashMap<>();
         for (String line : CBuild.run(List.of(exe.toString())).split("\n")) {
             if (!line.isBlank()) {
