@@ -7,7 +7,9 @@ package io.jverbs;
  */
 public class CompletionFailedException extends RuntimeException {
     private static final long serialVersionUID = 1L;
+    /** The {@code ibv_wc_status}. */
     private final int status;
+    /** The device's vendor error. */
     private final int vendorError;
 
     /**

@@ -218,7 +218,7 @@ public final class Context extends Resource {
 
     /**
      * A completion queue with a completion channel, so that an idle poller can sleep until a
-     * completion arrives ({@link CompletionQueue#awaitCompletion(long)}).
+     * completion arrives ({@link CompletionQueue#waitForEvent(long)}).
      *
      * @param capacity entries, at least 1
      * @return the completion queue, owned by this context

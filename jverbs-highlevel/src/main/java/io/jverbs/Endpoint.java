@@ -37,6 +37,11 @@ public record Endpoint(int qpn, int psn, int lid, byte[] gid, int mtu) {
         gid = gid.clone();
     }
 
+    /**
+     * Returns the GID.
+     *
+     * @return a copy of the 16 bytes
+     */
     @Override
     public byte[] gid() {
         return gid.clone();

@@ -23,6 +23,11 @@ public record Gid(int index, byte[] bytes, String type) {
         bytes = bytes.clone();
     }
 
+    /**
+     * Returns the GID bytes.
+     *
+     * @return a copy of the 16 bytes
+     */
     @Override
     public byte[] bytes() {
         return bytes.clone();
