@@ -13,7 +13,6 @@ import io.jverbs.ibverbs.raw.verbs_h;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
@@ -41,8 +40,6 @@ public final class CompletionQueue extends Resource {
     public static final int MAX_BATCH = 64;
     private static final MethodHandle POLL_CQ = NativeAccess.pointerDowncall(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), true);
-    private static final MethodHandle POLL_FD = NativeAccess.downcall(Linker.nativeLinker().defaultLookup(), "libc",
-            "poll", FunctionDescriptor.of(JAVA_INT, ValueLayout.ADDRESS, JAVA_LONG, JAVA_INT), false);
     private static final System.Logger LOG = System.getLogger("io.jverbs");
 
     private final Context context;
@@ -70,7 +67,7 @@ public final class CompletionQueue extends Resource {
         this.channel = channel;
         this.capacity = capacity;
         this.wc = arena.allocate(ibv_wc.LAYOUT, MAX_BATCH);
-        this.pollFd = arena.allocate(8);
+        this.pollFd = arena.allocate(Fds.POLLFD_BYTES);
         this.view = new Completion(wc);
         this.cqAddress = cq.address();
         this.wcAddress = wc.address();
@@ -265,16 +262,7 @@ public final class CompletionQueue extends Resource {
         requireChannel();
         // Under the monitor: close() waits at most the timeout, and never frees the channel mid-wait.
         int fd = ibv_comp_channel.fd(channel.reinterpret(ibv_comp_channel.sizeof()));
-        pollFd.set(ValueLayout.JAVA_INT, 0, fd);
-        pollFd.set(ValueLayout.JAVA_SHORT, 4, (short) 1); // POLLIN
-        pollFd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
-        int ready;
-        try {
-            ready = (int) POLL_FD.invokeExact(pollFd, 1L, (int) timeoutMillis);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
-        if (ready <= 0 || (pollFd.get(ValueLayout.JAVA_SHORT, 6) & 1) == 0) {
+        if (!Fds.readable(pollFd, fd, (int) timeoutMillis)) {
             return false;
         }
         try (Arena scratch = Arena.ofConfined()) {
@@ -292,6 +280,10 @@ public final class CompletionQueue extends Resource {
             throw new IllegalStateException("this completion queue has no completion channel: create it with"
                     + " Context.createCompletionQueueWithEvents");
         }
+    }
+
+    String contextName() {
+        return context.name();
     }
 
     synchronized void attach(QueuePair qp) {

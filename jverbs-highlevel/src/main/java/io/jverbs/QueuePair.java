@@ -346,6 +346,49 @@ public final class QueuePair extends Resource {
         state = State.CONNECTED;
     }
 
+    /** rdma_cm's path: one transition with attributes rdma_init_qp_attr filled. */
+    synchronized void transition(MemorySegment attr, int mask) {
+        ensureOpen("connect");
+        if (state != State.PREPARED) {
+            throw new IllegalStateException("queue pair " + number + " is " + state + ": connect works once, on a"
+                    + " prepared queue pair");
+        }
+        VerbsException.check("ibv_modify_qp", verbs_h.ibv_modify_qp(qp, attr, mask), 0);
+    }
+
+    synchronized void markConnected() {
+        if (state == State.PREPARED) {
+            state = State.CONNECTED;
+        }
+    }
+
+    synchronized void requirePrepared() {
+        ensureOpen("connect");
+        if (state != State.PREPARED) {
+            throw new IllegalStateException("queue pair " + number + " is " + state + ": connect works once, on a"
+                    + " prepared queue pair");
+        }
+    }
+
+    /**
+     * The peer is gone (rdma_cm DISCONNECTED): the queue pair goes to ERR, so work in flight is
+     * flushed (its futures fail with WR_FLUSH_ERR) and later posts are refused with the reason.
+     */
+    void peerDisconnected(String why) {
+        synchronized (this) {
+            if (isClosed() || state == State.ERROR) {
+                return;
+            }
+            state = State.ERROR;
+            errorText = why;
+            try {
+                modify(attr -> ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_ERR), verbs_h.IBV_QP_STATE);
+            } catch (RuntimeException ignored) {
+                // already in error on the device: nothing more to flush
+            }
+        }
+    }
+
     private interface AttrFill {
         void fill(MemorySegment attr);
     }

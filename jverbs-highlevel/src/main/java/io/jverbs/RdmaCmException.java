@@ -1,0 +1,44 @@
+package io.jverbs;
+
+/**
+ * A connection through rdma_cm that could not be made or was lost: the message names the
+ * rdma_cm verb or event (REJECTED, UNREACHABLE, ADDR_ERROR, …) and the errno.
+ */
+public class RdmaCmException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    /** The rdma_cm event that ended the attempt, or 0. */
+    private final int event;
+    /** The errno, or 0. */
+    private final int errno;
+
+    /**
+     * Creates one.
+     *
+     * @param message what failed
+     * @param event   the {@code RDMA_CM_EVENT_*} seen, or 0
+     * @param errno   the errno, or 0
+     */
+    public RdmaCmException(String message, int event, int errno) {
+        super(message);
+        this.event = event;
+        this.errno = errno;
+    }
+
+    /**
+     * Returns the event.
+     *
+     * @return the {@code RDMA_CM_EVENT_*} that ended the attempt, or 0
+     */
+    public int event() {
+        return event;
+    }
+
+    /**
+     * Returns the errno.
+     *
+     * @return the errno, or 0
+     */
+    public int errno() {
+        return errno;
+    }
+}
