@@ -555,7 +555,8 @@ public final class QueuePair extends Resource {
      * @param localOffset offset in {@code local}
      * @param length      room for the message
      * @return {@link #OK} or {@link #RECEIVE_QUEUE_FULL}
-     * @throws IllegalStateException     when closed or in error (receives may be posted while PREPARED)
+     * @throws IllegalStateException     when not connected, in error, or closed (a peer that sends before the
+     *                                   receive is posted is retried by the device: receiver-not-ready retry)
      * @throws IndexOutOfBoundsException when the range lies outside the buffer
      */
     public int receive(long wrId, RegisteredBuffer local, long localOffset, int length) {
@@ -832,10 +833,7 @@ public final class QueuePair extends Resource {
     }
 
     private synchronized int postReceive(long wrId, RegisteredBuffer local, long localOffset, int length) {
-        ensureOpen("post a receive");
-        if (state == State.ERROR) {
-            throw new IllegalStateException("queue pair " + number + " is in error (" + errorText + "): receive refused");
-        }
+        checkPostable("receive");
         local.checkRange(localOffset, length, "receive");
         if (recvOutstanding >= config.maxRecvWr()) {
             return RECEIVE_QUEUE_FULL;

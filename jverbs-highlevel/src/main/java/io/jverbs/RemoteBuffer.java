@@ -70,4 +70,9 @@ public record RemoteBuffer(long address, long length, int rkey) {
         }
         return new RemoteBuffer(b.getLong(), b.getLong(), b.getInt());
     }
+
+    @Override
+    public String toString() {
+        return "remote buffer " + length + " B at 0x" + Long.toHexString(address) + " rkey 0x" + Integer.toHexString(rkey);
+    }
 }
