@@ -563,6 +563,80 @@ public final class QueuePair extends Resource {
         return postReceive(userId(wrId), local, localOffset, length);
     }
 
+    /**
+     * A reusable batch of send-side requests for {@link #post(WorkBatch)}.
+     *
+     * @param capacity the most requests in one post, 1 to the send-queue depth
+     * @return the batch, valid until this queue pair closes
+     * @throws IllegalArgumentException when capacity is out of range
+     * @throws IllegalStateException    when closed
+     */
+    public synchronized WorkBatch newBatch(int capacity) {
+        ensureOpen("make a batch");
+        if (capacity < 1 || capacity > config.maxSendWr()) {
+            throw new IllegalArgumentException("batch capacity 1.." + config.maxSendWr() + ", not " + capacity);
+        }
+        int slot = (maxInline + 7) & ~7;
+        return new WorkBatch(this, capacity, arena.allocate(WorkBatch.bytes(capacity, slot), 64), slot);
+    }
+
+    /**
+     * Posts a batch's requests as one list (one {@code ibv_post_send}) and clears the batch.
+     * Completion moderation applies across the list as for single posts.
+     *
+     * @param batch made by {@link #newBatch(int)} of this queue pair
+     * @return {@link #OK}, or {@link #SEND_QUEUE_FULL} when the whole list does not fit (nothing posted)
+     * @throws IllegalStateException when not connected, in error, or closed
+     * @throws IllegalArgumentException when the batch belongs to another queue pair
+     * @throws VerbsException when the provider refuses a request (the message says how many were posted)
+     */
+    public synchronized int post(WorkBatch batch) {
+        checkPostable("post a batch");
+        if (batch.owner() != this) {
+            throw new IllegalArgumentException("the batch belongs to another queue pair");
+        }
+        int n = batch.size();
+        if (n == 0) {
+            return OK;
+        }
+        if (sendOutstanding + n > config.maxSendWr()) {
+            return SEND_QUEUE_FULL;
+        }
+        int run = unsignaledRun;
+        for (int i = 0; i < n; i++) {
+            boolean signal = batch.wantsSignal(i) || run + 1 >= config.signalEvery() || i == n - 1
+                    && sendOutstanding + n >= config.maxSendWr();
+            batch.signal(i, signal);
+            run = signal ? 0 : run + 1;
+        }
+        int rc;
+        try {
+            rc = (int) POST.invokeExact(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
+        } catch (Throwable t) {
+            throw CompletionQueue.rethrow(t);
+        }
+        int posted = n;
+        if (rc != 0) {
+            int bad = batch.indexOf(scratch.get(LONG, BAD_WR));
+            posted = bad < 0 ? 0 : bad;
+        }
+        for (int i = 0; i < posted; i++) {
+            sendOutstanding++;
+            if ((batch.signalFlag(i))) {
+                coverRing[(coverHead + coverCount) % coverRing.length] = unsignaledRun + 1;
+                coverCount++;
+                unsignaledRun = 0;
+            } else {
+                unsignaledRun++;
+            }
+        }
+        batch.clear();
+        if (rc != 0) {
+            throw new VerbsException("ibv_post_send", rc, posted + " of " + n + " requests of the batch were posted");
+        }
+        return OK;
+    }
+
     // ---- future style ----
 
     /**

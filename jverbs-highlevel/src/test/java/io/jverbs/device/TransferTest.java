@@ -122,6 +122,30 @@ class TransferTest {
     }
 
     @Test
+    void batchPostedAsOneList(TestDevice device) throws Exception {
+        try (Loopback lb = new Loopback(device, 8192, c -> c.withDepth(16, 16).withSignalEvery(8), false)) {
+            RemoteBuffer remote = lb.serverRemote();
+            io.jverbs.WorkBatch batch = lb.client.qp.newBatch(8);
+            for (int i = 0; i < 8; i++) {
+                lb.client.buffer.segment().set(ValueLayout.JAVA_LONG, i * 512L, 0xABCD0000L + i);
+                batch.write(i, lb.client.buffer, i * 512L, i % 2 == 0 ? 8 : 300, remote, i * 512L, i == 7);
+            }
+            assertThrows(IllegalStateException.class, () -> batch.write(99, lb.client.buffer, 0, 8, remote, 0, true),
+                    "a full batch refuses more");
+            assertEquals(QueuePair.OK, lb.client.qp.post(batch));
+            assertEquals(0, batch.size(), "posting clears the batch");
+            List<Polling.Seen> seen = Polling.await(lb.client.cq, 1, T);
+            assertEquals(7L, seen.get(0).wrId(), "the last (signaled) request completes");
+            assertEquals("SUCCESS", seen.get(0).statusName());
+            for (int i = 0; i < 8; i++) {
+                assertEquals(0xABCD0000L + i, lb.server.buffer.segment().get(ValueLayout.JAVA_LONG, i * 512L), "request " + i);
+            }
+            io.jverbs.WorkBatch other = lb.server.qp.newBatch(1);
+            assertThrows(IllegalArgumentException.class, () -> lb.client.qp.post(other), "a batch of another queue pair");
+        }
+    }
+
+    @Test
     void sendReceiveAndImmediates(TestDevice device) throws Exception {
         try (Loopback lb = new Loopback(device, 4096)) {
             assertEquals(QueuePair.OK, lb.server.qp.receive(7, lb.server.buffer, 0, 512));

@@ -1,0 +1,206 @@
+package io.jverbs;
+
+import io.jverbs.ibverbs.raw.ibv_send_wr;
+import io.jverbs.ibverbs.raw.ibv_sge;
+import io.jverbs.ibverbs.raw.verbs_h;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * Send-side work requests collected and then posted as one linked list with a single
+ * {@code ibv_post_send} ({@link QueuePair#post(WorkBatch)}): fewer doorbells for bursts of small
+ * operations. Made by {@link QueuePair#newBatch(int)}, reused after each post; allocates nothing
+ * after creation. Its memory belongs to the queue pair and is released when the queue pair closes.
+ *
+ * <p>Each add checks its ranges (as the single-request methods do) and copies inline payloads at
+ * once. Not thread-safe: fill and post a batch from one thread.
+ */
+public final class WorkBatch {
+    static final long WR_BYTES = 128;
+    static final long SGE_BYTES = 16;
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
+
+    private final QueuePair qp;
+    private final int capacity;
+    private final MemorySegment memory;
+    private final long base;
+    private final long sgeBase;
+    private final long inlineBase;
+    private final int inlineSlot;
+    private final boolean[] signaled;
+    private int size;
+
+    WorkBatch(QueuePair qp, int capacity, MemorySegment memory, int inlineSlot) {
+        this.qp = qp;
+        this.capacity = capacity;
+        this.memory = memory;
+        this.base = memory.address();
+        this.sgeBase = capacity * WR_BYTES;
+        this.inlineBase = sgeBase + capacity * SGE_BYTES;
+        this.inlineSlot = inlineSlot;
+        this.signaled = new boolean[capacity];
+    }
+
+    static long bytes(int capacity, int inlineSlot) {
+        return capacity * (WR_BYTES + SGE_BYTES + inlineSlot);
+    }
+
+    /**
+     * Returns how many requests are collected.
+     *
+     * @return requests waiting for {@link QueuePair#post(WorkBatch)}
+     */
+    public int size() {
+        return size;
+    }
+
+    /**
+     * Returns the most requests one batch holds.
+     *
+     * @return the capacity
+     */
+    public int capacity() {
+        return capacity;
+    }
+
+    /** Drops the collected requests. */
+    public void clear() {
+        size = 0;
+    }
+
+    /**
+     * Adds an RDMA Write.
+     *
+     * @param wrId         the caller's id (0 to 2<sup>63</sup>−1)
+     * @param local        the source
+     * @param localOffset  offset in {@code local}
+     * @param length       bytes
+     * @param remote       the peer's buffer
+     * @param remoteOffset offset in {@code remote}
+     * @param wantSignal   whether a completion is wanted
+     * @return this batch
+     * @throws IllegalStateException     when the batch is full or a buffer is closed
+     * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     */
+    public WorkBatch write(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
+                           long remoteOffset, boolean wantSignal) {
+        return add(wrId, verbs_h.IBV_WR_RDMA_WRITE, local, localOffset, length, remote, remoteOffset, wantSignal);
+    }
+
+    /**
+     * Adds an RDMA Read.
+     *
+     * @param wrId         the caller's id
+     * @param local        the destination
+     * @param localOffset  offset in {@code local}
+     * @param length       bytes
+     * @param remote       the peer's buffer
+     * @param remoteOffset offset in {@code remote}
+     * @param wantSignal   whether a completion is wanted
+     * @return this batch
+     * @throws IllegalStateException     when the batch is full or a buffer is closed
+     * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     */
+    public WorkBatch read(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
+                          long remoteOffset, boolean wantSignal) {
+        return add(wrId, verbs_h.IBV_WR_RDMA_READ, local, localOffset, length, remote, remoteOffset, wantSignal);
+    }
+
+    /**
+     * Adds a Send.
+     *
+     * @param wrId        the caller's id
+     * @param local       the source
+     * @param localOffset offset in {@code local}
+     * @param length      bytes
+     * @param wantSignal  whether a completion is wanted
+     * @return this batch
+     * @throws IllegalStateException     when the batch is full or the buffer is closed
+     * @throws IndexOutOfBoundsException when the range lies outside the buffer
+     */
+    public WorkBatch send(long wrId, RegisteredBuffer local, long localOffset, int length, boolean wantSignal) {
+        return add(wrId, verbs_h.IBV_WR_SEND, local, localOffset, length, null, 0, wantSignal);
+    }
+
+    private WorkBatch add(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
+                          RemoteBuffer remote, long remoteOffset, boolean wantSignal) {
+        if (wrId < 0) {
+            throw new IllegalArgumentException("work-request ids are 0 to 2^63-1, not " + wrId);
+        }
+        if (size == capacity) {
+            throw new IllegalStateException("the batch is full (" + capacity + " requests): post it first");
+        }
+        local.checkRange(localOffset, length, "batch");
+        long remoteAddress = 0;
+        int rkey = 0;
+        if (remote != null) {
+            if ((remoteOffset | length) < 0 || remoteOffset > remote.length() - length) {
+                throw new IndexOutOfBoundsException("batch: remote range [" + remoteOffset + ", " + remoteOffset + " + "
+                        + length + ") is outside the remote buffer of " + remote.length() + " bytes");
+            }
+            remoteAddress = remote.address() + remoteOffset;
+            rkey = remote.rkey();
+        }
+        int i = size;
+        long wr = i * WR_BYTES;
+        long sge = sgeBase + i * SGE_BYTES;
+        long data = local.address() + localOffset;
+        int flags = 0;
+        if (opcode != verbs_h.IBV_WR_RDMA_READ && length > 0 && length <= inlineSlot) {
+            long slot = inlineBase + (long) i * inlineSlot;
+            MemorySegment.copy(local.segment(), localOffset, memory, slot, length);
+            data = base + slot;
+            flags = verbs_h.IBV_SEND_INLINE;
+        }
+        memory.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId);
+        memory.set(LONG, wr + ibv_send_wr.next$OFFSET, 0L);
+        memory.set(LONG, wr + ibv_send_wr.sg_list$OFFSET, base + sge);
+        memory.set(INT, wr + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
+        memory.set(INT, wr + ibv_send_wr.opcode$OFFSET, opcode);
+        memory.set(INT, wr + ibv_send_wr.send_flags$OFFSET, flags);
+        memory.set(INT, wr + ibv_send_wr.imm_data$OFFSET, 0);
+        long u = wr + ibv_send_wr.wr$OFFSET;
+        memory.set(LONG, u + ibv_send_wr.wr.rdma.remote_addr$OFFSET, remoteAddress);
+        memory.set(INT, u + ibv_send_wr.wr.rdma.rkey$OFFSET, rkey);
+        memory.set(LONG, sge + ibv_sge.addr$OFFSET, data);
+        memory.set(INT, sge + ibv_sge.length$OFFSET, length);
+        memory.set(INT, sge + ibv_sge.lkey$OFFSET, local.lkey());
+        if (i > 0) {
+            memory.set(LONG, (i - 1) * WR_BYTES + ibv_send_wr.next$OFFSET, base + wr);
+        }
+        signaled[i] = wantSignal;
+        size++;
+        return this;
+    }
+
+    QueuePair owner() {
+        return qp;
+    }
+
+    boolean wantsSignal(int i) {
+        return signaled[i];
+    }
+
+    /** Sets request {@code i}'s signaled flag as the queue pair's moderation decided. */
+    void signal(int i, boolean on) {
+        long at = i * WR_BYTES + ibv_send_wr.send_flags$OFFSET;
+        int flags = memory.get(INT, at);
+        memory.set(INT, at, on ? flags | verbs_h.IBV_SEND_SIGNALED : flags & ~verbs_h.IBV_SEND_SIGNALED);
+    }
+
+    boolean signalFlag(int i) {
+        return (memory.get(INT, i * WR_BYTES + ibv_send_wr.send_flags$OFFSET) & verbs_h.IBV_SEND_SIGNALED) != 0;
+    }
+
+    long firstAddress() {
+        return base;
+    }
+
+    /** The index of the request at {@code address} (where post_send stopped), or -1. */
+    int indexOf(long address) {
+        long offset = address - base;
+        return offset >= 0 && offset < size * WR_BYTES && offset % WR_BYTES == 0 ? (int) (offset / WR_BYTES) : -1;
+    }
+}
