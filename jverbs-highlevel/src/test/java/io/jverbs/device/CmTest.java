@@ -85,6 +85,46 @@ class CmTest {
     }
 
     @Test
+    void peerClosingMidStreamFailsThePendingFutures(TestDevice device) throws Exception {
+        try (Context serverCtx = Rdma.open(device.name()); Context clientCtx = Rdma.open(device.name());
+             RdmaCm.Listener listener = RdmaCm.listen(device.ip(), 0)) {
+            ProtectionDomain spd = serverCtx.allocateProtectionDomain();
+            QueuePair sqp = queuePair(serverCtx, spd);
+            RegisteredBuffer sbuf = spd.allocate(1 << 20, Access.REMOTE_WRITE);
+            ProtectionDomain cpd = clientCtx.allocateProtectionDomain();
+            QueuePair cqp = queuePair(clientCtx, cpd);
+            RegisteredBuffer cbuf = cpd.allocate(1 << 20);
+            CompletableFuture<CmConnection> accepted = CompletableFuture.supplyAsync(() -> listener.accept(sqp, TIMEOUT));
+            CmConnection client = RdmaCm.connect(cqp, device.ip(), listener.port(), TIMEOUT);
+            CmConnection server = accepted.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+            try (Poller poller = Poller.start(null, IdleStrategy.backoff(), cqp.config().sendQueue())) {
+                java.util.List<CompletableFuture<io.jverbs.WorkResult>> inFlight = new java.util.ArrayList<>();
+                RemoteBuffer remote = sbuf.remote();
+                for (int i = 0; i < 100; i++) {
+                    inFlight.add(cqp.writeAsync(cbuf, 0, 1 << 20, remote, 0));
+                }
+                long start = System.nanoTime();
+                server.close(); // the peer goes away with the stream running
+                int failed = 0;
+                for (CompletableFuture<io.jverbs.WorkResult> f : inFlight) {
+                    try {
+                        f.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+                    } catch (java.util.concurrent.ExecutionException e) {
+                        failed++;
+                    }
+                }
+                long ms = (System.nanoTime() - start) / 1_000_000;
+                assertTrue(client.awaitDisconnect(TIMEOUT), "the client sees the disconnect");
+                assertEquals(QueuePair.State.ERROR, cqp.state(), cqp.error());
+                System.out.println("rdma_cm: peer closed mid-stream: " + failed + " of 100 writes failed, all settled in "
+                        + ms + " ms; client error: " + cqp.error());
+                assertTrue(failed > 0, "some writes were still in flight and failed");
+            }
+            client.close();
+        }
+    }
+
+    @Test
     void refusedAndUnreachablePeersFailWithinTheTimeout(TestDevice device) {
         assertNotNull(device.ip(), "the rig sets JVERBS_TEST_IP");
         try (Context ctx = Rdma.open(device.name())) {
