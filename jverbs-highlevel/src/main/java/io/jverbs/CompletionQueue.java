@@ -53,7 +53,7 @@ public final class CompletionQueue extends Resource {
     private final long wcAddress;
     private final int capacity;
     private final Completion view;
-    private QueuePair[] attached = new QueuePair[0];
+    private QueueEndpoint[] attached = new QueueEndpoint[0];
     private boolean polling;
     private boolean destroyAfterPoll;
     private long handlerFailures;
@@ -207,9 +207,9 @@ public final class CompletionQueue extends Resource {
 
     private void dispatch(CompletionHandler handler) {
         int qpn = view.qpNumber();
-        QueuePair[] qps = attached;
-        QueuePair owner = null;
-        for (QueuePair qp : qps) {
+        QueueEndpoint[] qps = attached;
+        QueueEndpoint owner = null;
+        for (QueueEndpoint qp : qps) {
             if (qp.number() == qpn) {
                 owner = qp;
                 break;
@@ -286,29 +286,24 @@ public final class CompletionQueue extends Resource {
         return context.name();
     }
 
-    synchronized void attach(QueuePair qp) {
+    synchronized void attach(QueueEndpoint qp) {
         ensureOpen("attach a queue pair");
-        QueuePair[] next = Arrays.copyOf(attached, attached.length + 1);
+        QueueEndpoint[] next = Arrays.copyOf(attached, attached.length + 1);
         next[attached.length] = qp;
         attached = next;
     }
 
-    synchronized void detachQuietly(long qpAddress) {
-        attached = Arrays.stream(attached).filter(q -> q.address() != qpAddress).toArray(QueuePair[]::new);
-    }
-
-    synchronized void detach(QueuePair qp) {
-        QueuePair[] next = Arrays.stream(attached).filter(q -> q != qp).toArray(QueuePair[]::new);
-        attached = next;
+    synchronized void detach(QueueEndpoint qp) {
+        attached = Arrays.stream(attached).filter(q -> q != qp).toArray(QueueEndpoint[]::new);
     }
 
     @Override
     void beforeClose() {
-        QueuePair[] users;
+        QueueEndpoint[] users;
         synchronized (this) {
             users = attached.clone();
         }
-        for (QueuePair qp : users) {
+        for (QueueEndpoint qp : users) {
             qp.close();
         }
     }

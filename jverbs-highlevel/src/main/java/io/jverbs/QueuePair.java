@@ -57,7 +57,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * Closing fails the futures of work still in flight ({@code IllegalStateException}); the
  * zero-allocation style hears nothing more of such work.
  */
-public final class QueuePair extends Resource {
+public final class QueuePair extends QueueEndpoint {
     /** A post was accepted. */
     public static final int OK = 0;
     /** The send queue is full: poll completions, then post again. */
@@ -183,7 +183,7 @@ public final class QueuePair extends Resource {
                 maxInline = Math.min(ibv_qp_cap.max_inline_data(cap), config.maxInlineData());
             }
         }
-        QueuePair pair;
+        QueuePair pair = null;
         try {
             pair = new QueuePair(pd, config, qp, maxInline, gid, port);
             config.sendQueue().attach(pair);
@@ -192,8 +192,10 @@ public final class QueuePair extends Resource {
             }
             pair.adoptedByParent();
         } catch (RuntimeException e) {
-            config.sendQueue().detachQuietly(qp.address());
-            config.receiveQueue().detachQuietly(qp.address());
+            if (pair != null) {
+                config.sendQueue().detach(pair);
+                config.receiveQueue().detach(pair);
+            }
             verbs_h.ibv_destroy_qp(qp);
             throw e;
         }
@@ -205,12 +207,9 @@ public final class QueuePair extends Resource {
      *
      * @return the QP number
      */
+    @Override
     public int number() {
         return number;
-    }
-
-    long address() {
-        return qpAddress;
     }
 
     /**
@@ -943,6 +942,7 @@ public final class QueuePair extends Resource {
      *
      * @return true when the completion belongs to the caller's handler (not a future)
      */
+    @Override
     boolean onCompletion(Completion c, CompletionQueue from) {
         long wrId = c.wrId();
         int status = c.status();

@@ -13,7 +13,7 @@ import java.util.List;
  * waits for an operation in progress and an operation after close throws.
  */
 public abstract sealed class Resource implements AutoCloseable
-        permits Context, ProtectionDomain, RegisteredBuffer, CompletionQueue, QueuePair {
+        permits Context, ProtectionDomain, RegisteredBuffer, CompletionQueue, QueueEndpoint {
     private final String kind;
     private final Resource parent;
     private final List<Resource> children = new ArrayList<>();

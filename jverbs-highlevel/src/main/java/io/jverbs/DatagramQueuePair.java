@@ -1,0 +1,411 @@
+package io.jverbs;
+
+import io.jverbs.ibverbs.Native;
+import io.jverbs.ibverbs.UnsupportedVerbException;
+import io.jverbs.ibverbs.VerbsException;
+import io.jverbs.ibverbs.internal.NativeAccess;
+import io.jverbs.ibverbs.raw.ibv_ah_attr;
+import io.jverbs.ibverbs.raw.ibv_context;
+import io.jverbs.ibverbs.raw.ibv_context_ops;
+import io.jverbs.ibverbs.raw.ibv_global_route;
+import io.jverbs.ibverbs.raw.ibv_qp;
+import io.jverbs.ibverbs.raw.ibv_qp_attr;
+import io.jverbs.ibverbs.raw.ibv_qp_cap;
+import io.jverbs.ibverbs.raw.ibv_qp_init_attr;
+import io.jverbs.ibverbs.raw.ibv_recv_wr;
+import io.jverbs.ibverbs.raw.ibv_send_wr;
+import io.jverbs.ibverbs.raw.ibv_sge;
+import io.jverbs.ibverbs.raw.verbs_h;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.util.ArrayList;
+import java.util.List;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * An unreliable-datagram (UD) queue pair: Send and Receive of single messages up to the MTU to
+ * any peer whose {@link Address} is known, without a connection. Usable as soon as it is made.
+ * A receive buffer gets the 40-byte global routing header first, then the message
+ * ({@link #GRH_BYTES}); {@link Completion#byteLength()} counts both.
+ *
+ * <p>Zero-allocation style only: the caller's work-request id, completions to the handler given
+ * to {@link CompletionQueue#poll}. Every send is signaled. Thread-safety, bounds checks and
+ * closing are as for {@link QueuePair}.
+ */
+public final class DatagramQueuePair extends QueueEndpoint {
+    /** Bytes of the global routing header that precedes every received message. */
+    public static final int GRH_BYTES = 40;
+    /** The default Q_Key. */
+    public static final int DEFAULT_QKEY = 0x11111111;
+    private static final MethodHandle POST = NativeAccess.pointerDowncall(
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), true);
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
+    private static final long SEND_WR = 0;
+    private static final long SEND_SGE = 128;
+    private static final long RECV_WR = SEND_SGE + 16;
+    private static final long RECV_SGE = RECV_WR + 32;
+    private static final long BAD_WR = RECV_SGE + 16;
+
+    /**
+     * Where a datagram peer is: what {@link #destination} needs.
+     *
+     * @param qpn  its queue pair number
+     * @param qkey its Q_Key
+     * @param lid  its LID (0 on RoCE)
+     * @param gid  its 16-byte GID
+     */
+    public record Address(int qpn, int qkey, int lid, byte[] gid) {
+        /**
+         * Copies.
+         *
+         * @throws IllegalArgumentException when the GID is not 16 bytes
+         */
+        public Address {
+            if (gid.length != 16) {
+                throw new IllegalArgumentException("a GID has 16 bytes");
+            }
+            gid = gid.clone();
+        }
+
+        /**
+         * Returns the GID.
+         *
+         * @return a copy of the 16 bytes
+         */
+        @Override
+        public byte[] gid() {
+            return gid.clone();
+        }
+    }
+
+    /** An address handle to one peer, made by {@link #destination}; closed with its queue pair. */
+    public static final class Destination {
+        private final MemorySegment ah;
+        private final int qpn;
+        private final int qkey;
+        private final DatagramQueuePair owner;
+
+        private Destination(DatagramQueuePair owner, MemorySegment ah, int qpn, int qkey) {
+            this.owner = owner;
+            this.ah = ah;
+            this.qpn = qpn;
+            this.qkey = qkey;
+        }
+
+        /**
+         * Returns the peer's queue pair number.
+         *
+         * @return the remote QPN
+         */
+        public int qpn() {
+            return qpn;
+        }
+    }
+
+    private final CompletionQueue cq;
+    private final MemorySegment qp;
+    private final long qpAddress;
+    private final int number;
+    private final int qkey;
+    private final Gid gid;
+    private final Context.PortAttributes port;
+    private final int depth;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment scratch;
+    private final long scratchAddress;
+    private final MemorySegment postSendFn;
+    private final MemorySegment postRecvFn;
+    private final List<MemorySegment> ahs = new ArrayList<>();
+    private int sendOutstanding;
+    private int recvOutstanding;
+    private String errorText;
+
+    private DatagramQueuePair(ProtectionDomain pd, CompletionQueue cq, MemorySegment qp, int qkey, Gid gid,
+                              Context.PortAttributes port, int depth) {
+        super("datagram queue pair", pd);
+        this.cq = cq;
+        this.qp = qp;
+        this.qpAddress = qp.address();
+        MemorySegment q = qp.reinterpret(ibv_qp.sizeof());
+        this.number = ibv_qp.qp_num(q);
+        this.qkey = qkey;
+        this.gid = gid;
+        this.port = port;
+        this.depth = depth;
+        this.scratch = arena.allocate(BAD_WR + 16, 64);
+        this.scratchAddress = scratch.address();
+        MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
+        this.postSendFn = op(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
+        this.postRecvFn = op(ctx, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
+    }
+
+    private static MemorySegment op(MemorySegment ctx, long slot, String verb) {
+        MemorySegment fn = ctx.get(ValueLayout.ADDRESS, ibv_context.ops$OFFSET + slot);
+        if (fn.address() == 0) {
+            throw new UnsupportedVerbException(verb, "the provider leaves this op empty");
+        }
+        return fn;
+    }
+
+    /**
+     * Creates a UD queue pair and brings it to RTS.
+     *
+     * @param pd    its protection domain (owns it)
+     * @param cq    the completion queue of both directions
+     * @param depth send and receive queue depth
+     * @param qkey  its Q_Key (peers send with it)
+     * @param gidIndex the GID index, or -1 to choose
+     * @return the queue pair, ready to send and receive
+     * @throws VerbsException when creation or a transition fails
+     */
+    public static DatagramQueuePair create(ProtectionDomain pd, CompletionQueue cq, int depth, int qkey, int gidIndex) {
+        if (depth < 1) {
+            throw new IllegalArgumentException("depth must be at least 1");
+        }
+        Context context = pd.context();
+        Context.PortAttributes port = context.port(1);
+        Gid gid = gidIndex >= 0 ? context.gid(1, gidIndex) : context.chooseGid(1);
+        MemorySegment qp;
+        synchronized (pd) {
+            pd.ensureOpen("create a queue pair");
+            try (Arena scratch = Arena.ofConfined()) {
+                MemorySegment attr = scratch.allocate(ibv_qp_init_attr.LAYOUT);
+                ibv_qp_init_attr.send_cq(attr, cq.handle());
+                ibv_qp_init_attr.recv_cq(attr, cq.handle());
+                MemorySegment cap = ibv_qp_init_attr.cap(attr);
+                ibv_qp_cap.max_send_wr(cap, depth);
+                ibv_qp_cap.max_recv_wr(cap, depth);
+                ibv_qp_cap.max_send_sge(cap, 1);
+                ibv_qp_cap.max_recv_sge(cap, 1);
+                ibv_qp_init_attr.qp_type(attr, verbs_h.IBV_QPT_UD);
+                qp = verbs_h.ibv_create_qp(pd.raw(), attr);
+                if (qp.address() == 0) {
+                    throw VerbsException.of("ibv_create_qp", Native.lastErrno());
+                }
+            }
+        }
+        DatagramQueuePair pair = null;
+        try {
+            pair = new DatagramQueuePair(pd, cq, qp, qkey, gid, port, depth);
+            pair.toRts();
+            cq.attach(pair);
+            pair.adoptedByParent();
+        } catch (RuntimeException e) {
+            if (pair != null) {
+                cq.detach(pair);
+            }
+            verbs_h.ibv_destroy_qp(qp);
+            throw e;
+        }
+        return pair;
+    }
+
+    private void toRts() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(ibv_qp_attr.LAYOUT);
+            ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_INIT);
+            ibv_qp_attr.pkey_index(attr, (short) 0);
+            ibv_qp_attr.port_num(attr, (byte) 1);
+            ibv_qp_attr.qkey(attr, qkey);
+            VerbsException.check("ibv_modify_qp", verbs_h.ibv_modify_qp(qp, attr, verbs_h.IBV_QP_STATE
+                    | verbs_h.IBV_QP_PKEY_INDEX | verbs_h.IBV_QP_PORT | verbs_h.IBV_QP_QKEY), 0);
+            attr.fill((byte) 0);
+            ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RTR);
+            VerbsException.check("ibv_modify_qp", verbs_h.ibv_modify_qp(qp, attr, verbs_h.IBV_QP_STATE), 0);
+            attr.fill((byte) 0);
+            ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RTS);
+            ibv_qp_attr.sq_psn(attr, 0);
+            VerbsException.check("ibv_modify_qp", verbs_h.ibv_modify_qp(qp, attr, verbs_h.IBV_QP_STATE
+                    | verbs_h.IBV_QP_SQ_PSN), 0);
+        }
+    }
+
+    @Override
+    public int number() {
+        return number;
+    }
+
+    /**
+     * What a peer needs to send here.
+     *
+     * @return this queue pair's address
+     */
+    public Address address() {
+        return new Address(number, qkey, port.lid(), gid.bytes());
+    }
+
+    /**
+     * Makes an address handle ({@code ibv_create_ah}) for a peer; it lives until this queue pair closes.
+     *
+     * @param peer the peer's address
+     * @return the destination to send to
+     * @throws VerbsException when the device refuses the address
+     */
+    public synchronized Destination destination(Address peer) {
+        ensureOpen("make a destination");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(ibv_ah_attr.LAYOUT);
+            ibv_ah_attr.port_num(attr, (byte) 1);
+            ibv_ah_attr.dlid(attr, (short) peer.lid());
+            ibv_ah_attr.is_global(attr, (byte) 1);
+            MemorySegment grh = ibv_ah_attr.grh(attr);
+            ibv_global_route.dgid(grh).copyFrom(MemorySegment.ofArray(peer.gid()));
+            ibv_global_route.sgid_index(grh, (byte) gid.index());
+            ibv_global_route.hop_limit(grh, (byte) 64);
+            MemorySegment pd = ibv_qp.pd(qp.reinterpret(ibv_qp.sizeof()));
+            MemorySegment ah = verbs_h.ibv_create_ah(pd, attr);
+            if (ah.address() == 0) {
+                throw VerbsException.of("ibv_create_ah", Native.lastErrno());
+            }
+            ahs.add(ah);
+            return new Destination(this, ah, peer.qpn(), peer.qkey());
+        }
+    }
+
+    /**
+     * Sends one datagram (signaled).
+     *
+     * @param wrId        the caller's id (0 to 2<sup>63</sup>−1)
+     * @param to          made by this queue pair's {@link #destination}
+     * @param local       the source
+     * @param localOffset offset in {@code local}
+     * @param length      bytes, at most the path MTU
+     * @return {@link QueuePair#OK} or {@link QueuePair#SEND_QUEUE_FULL}
+     * @throws IllegalStateException     when closed or in error
+     * @throws IllegalArgumentException  when the destination belongs to another queue pair or the id is negative
+     * @throws IndexOutOfBoundsException when the range lies outside the buffer
+     */
+    public synchronized int send(long wrId, Destination to, RegisteredBuffer local, long localOffset, int length) {
+        check("send", wrId);
+        if (to.owner != this) {
+            throw new IllegalArgumentException("the destination was made by another queue pair");
+        }
+        local.checkRange(localOffset, length, "send");
+        if (length > port.activeMtuBytes()) {
+            throw new IllegalArgumentException("a datagram carries at most the MTU (" + port.activeMtuBytes()
+                    + " bytes), not " + length);
+        }
+        if (sendOutstanding >= depth) {
+            return QueuePair.SEND_QUEUE_FULL;
+        }
+        MemorySegment s = scratch;
+        s.set(LONG, SEND_WR + ibv_send_wr.wr_id$OFFSET, wrId);
+        s.set(LONG, SEND_WR + ibv_send_wr.next$OFFSET, 0L);
+        s.set(LONG, SEND_WR + ibv_send_wr.sg_list$OFFSET, scratchAddress + SEND_SGE);
+        s.set(INT, SEND_WR + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
+        s.set(INT, SEND_WR + ibv_send_wr.opcode$OFFSET, verbs_h.IBV_WR_SEND);
+        s.set(INT, SEND_WR + ibv_send_wr.send_flags$OFFSET, verbs_h.IBV_SEND_SIGNALED);
+        long ud = SEND_WR + ibv_send_wr.wr$OFFSET;
+        s.set(LONG, ud + ibv_send_wr.wr.ud.ah$OFFSET, to.ah.address());
+        s.set(INT, ud + ibv_send_wr.wr.ud.remote_qpn$OFFSET, to.qpn);
+        s.set(INT, ud + ibv_send_wr.wr.ud.remote_qkey$OFFSET, to.qkey);
+        s.set(LONG, SEND_SGE + ibv_sge.addr$OFFSET, local.address() + localOffset);
+        s.set(INT, SEND_SGE + ibv_sge.length$OFFSET, length);
+        s.set(INT, SEND_SGE + ibv_sge.lkey$OFFSET, local.lkey());
+        int rc = call(postSendFn, SEND_WR);
+        if (rc != 0) {
+            throw VerbsException.of("ibv_post_send", rc);
+        }
+        sendOutstanding++;
+        return QueuePair.OK;
+    }
+
+    /**
+     * Posts a receive: the first {@link #GRH_BYTES} bytes get the routing header, the rest the message.
+     *
+     * @param wrId        the caller's id
+     * @param local       where it lands
+     * @param localOffset offset in {@code local}
+     * @param length      room, including the 40-byte header
+     * @return {@link QueuePair#OK} or {@link QueuePair#RECEIVE_QUEUE_FULL}
+     * @throws IllegalStateException     when closed or in error
+     * @throws IllegalArgumentException  when length leaves no room after the header
+     * @throws IndexOutOfBoundsException when the range lies outside the buffer
+     */
+    public synchronized int receive(long wrId, RegisteredBuffer local, long localOffset, int length) {
+        check("receive", wrId);
+        if (length < GRH_BYTES) {
+            throw new IllegalArgumentException("a datagram receive needs at least " + GRH_BYTES
+                    + " bytes (the routing header comes first), not " + length);
+        }
+        local.checkRange(localOffset, length, "receive");
+        if (recvOutstanding >= depth) {
+            return QueuePair.RECEIVE_QUEUE_FULL;
+        }
+        MemorySegment s = scratch;
+        s.set(LONG, RECV_WR + ibv_recv_wr.wr_id$OFFSET, wrId);
+        s.set(LONG, RECV_WR + ibv_recv_wr.next$OFFSET, 0L);
+        s.set(LONG, RECV_WR + ibv_recv_wr.sg_list$OFFSET, scratchAddress + RECV_SGE);
+        s.set(INT, RECV_WR + ibv_recv_wr.num_sge$OFFSET, 1);
+        s.set(LONG, RECV_SGE + ibv_sge.addr$OFFSET, local.address() + localOffset);
+        s.set(INT, RECV_SGE + ibv_sge.length$OFFSET, length);
+        s.set(INT, RECV_SGE + ibv_sge.lkey$OFFSET, local.lkey());
+        int rc = call(postRecvFn, RECV_WR);
+        if (rc != 0) {
+            throw VerbsException.of("ibv_post_recv", rc);
+        }
+        recvOutstanding++;
+        return QueuePair.OK;
+    }
+
+    private void check(String what, long wrId) {
+        ensureOpen(what);
+        if (errorText != null) {
+            throw new IllegalStateException("datagram queue pair " + number + " is in error (" + errorText + "): "
+                    + what + " refused");
+        }
+        if (wrId < 0) {
+            throw new IllegalArgumentException("work-request ids are 0 to 2^63-1, not " + wrId);
+        }
+    }
+
+    private int call(MemorySegment fn, long wr) {
+        try {
+            return (int) POST.invokeExact(fn, qpAddress, scratchAddress + wr, scratchAddress + BAD_WR);
+        } catch (Throwable t) {
+            throw CompletionQueue.rethrow(t);
+        }
+    }
+
+    @Override
+    synchronized boolean onCompletion(Completion c, CompletionQueue from) {
+        if (c.isSuccess()) {
+            if (c.isReceive()) {
+                recvOutstanding--;
+            } else {
+                sendOutstanding--;
+            }
+        } else if (errorText == null) {
+            errorText = c.statusName();
+        }
+        return true;
+    }
+
+    @Override
+    public synchronized MemorySegment handle() {
+        ensureOpen("use its handle");
+        return qp;
+    }
+
+    @Override
+    void beforeClose() {
+        cq.detach(this);
+    }
+
+    @Override
+    void destroyNative() {
+        int rc = verbs_h.ibv_destroy_qp(qp);
+        for (MemorySegment ah : ahs) {
+            verbs_h.ibv_destroy_ah(ah);
+        }
+        arena.close();
+        VerbsException.check("ibv_destroy_qp", rc, 0);
+    }
+}
