@@ -60,6 +60,19 @@ public final class CompletionQueue extends Resource {
     private Consumer<Throwable> errorListener = e -> LOG.log(System.Logger.Level.WARNING,
             "a completion handler threw; polling goes on", e);
 
+    /** A queue jverbs did not create (the JMH benchmark's fake provider): never destroyed natively. */
+    private boolean foreign;
+
+    /**
+     * Wraps a provider's {@code ibv_cq} that jverbs did not create, for this module's JMH
+     * benchmark over the fake provider. Not reachable from other modules.
+     */
+    static CompletionQueue wrapForBenchmark(MemorySegment rawCq) {
+        CompletionQueue q = new CompletionQueue(null, rawCq, MemorySegment.NULL, 1);
+        q.foreign = true;
+        return q;
+    }
+
     private CompletionQueue(Context context, MemorySegment cq, MemorySegment channel, int capacity) {
         super("completion queue", context);
         this.context = context;
@@ -283,7 +296,7 @@ public final class CompletionQueue extends Resource {
     }
 
     String contextName() {
-        return context.name();
+        return context == null ? "" : context.name();
     }
 
     synchronized void attach(QueueEndpoint qp) {
@@ -318,6 +331,10 @@ public final class CompletionQueue extends Resource {
     }
 
     private void destroyNow() {
+        if (foreign) {
+            arena.close();
+            return;
+        }
         int rc = verbs_h.ibv_destroy_cq(cq);
         int rc2 = channel.address() != 0 ? verbs_h.ibv_destroy_comp_channel(channel) : 0;
         arena.close();

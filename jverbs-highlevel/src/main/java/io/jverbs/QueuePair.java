@@ -148,6 +148,25 @@ public final class QueuePair extends QueueEndpoint {
         this.freeCount = slots;
     }
 
+    /** A queue pair jverbs did not create (the JMH benchmark's fake provider): connected as is, never destroyed natively. */
+    private boolean foreign;
+
+    /**
+     * Wraps a provider's {@code ibv_qp} that jverbs did not create, as a connected queue pair, for
+     * this module's JMH benchmark over the fake provider. Not reachable from other modules.
+     */
+    static QueuePair wrapForBenchmark(MemorySegment rawQp, CompletionQueue cq, int depth, int signalEvery) {
+        QueuePairConfig config = QueuePairConfig.rc(cq).withDepth(depth, depth).withSignalEvery(signalEvery)
+                .withMaxInlineData(0);
+        QueuePair pair = new QueuePair(null, config, rawQp, 0, new Gid(0, new byte[16], ""),
+                new Context.PortAttributes(1, verbs_h.IBV_PORT_ACTIVE, verbs_h.IBV_MTU_1024, verbs_h.IBV_MTU_1024,
+                        verbs_h.IBV_LINK_LAYER_ETHERNET, 1, 0, 1L << 31));
+        pair.foreign = true;
+        pair.state = State.CONNECTED;
+        cq.attach(pair);
+        return pair;
+    }
+
     private static MemorySegment op(MemorySegment ctx, long slot, String verb) {
         MemorySegment fn = ctx.get(ValueLayout.ADDRESS, ibv_context.ops$OFFSET + slot);
         if (fn.address() == 0) {
@@ -1008,7 +1027,7 @@ public final class QueuePair extends QueueEndpoint {
                 pending[i] = null;
             }
         }
-        int rc = verbs_h.ibv_destroy_qp(qp);
+        int rc = foreign ? 0 : verbs_h.ibv_destroy_qp(qp);
         arena.close();
         for (CompletableFuture<?> f : orphans) {
             f.completeExceptionally(new IllegalStateException("queue pair " + number

@@ -49,6 +49,18 @@ public final class RegisteredBuffer extends Resource {
         this.access = Set.copyOf(access);
     }
 
+    /**
+     * A buffer over memory that the JMH benchmark's fake provider "registered" (its {@code ibv_mr}
+     * is the caller's struct); never deregistered natively. Not reachable from other modules.
+     */
+    static RegisteredBuffer wrapForBenchmark(MemorySegment memory, MemorySegment fakeMr) {
+        RegisteredBuffer b = new RegisteredBuffer(null, memory, null, fakeMr, java.util.EnumSet.of(Access.REMOTE_WRITE));
+        b.foreign = true;
+        return b;
+    }
+
+    private boolean foreign;
+
     static RegisteredBuffer adopt(ProtectionDomain pd, MemorySegment memory, Arena owned, MemorySegment mr,
                                   Set<Access> access) {
         RegisteredBuffer buffer = new RegisteredBuffer(pd, memory, owned, mr, access);
@@ -173,6 +185,9 @@ public final class RegisteredBuffer extends Resource {
     @Override
     void destroyNative() {
         open = false;
+        if (foreign) {
+            return;
+        }
         int rc = verbs_h.ibv_dereg_mr(mr);
         // Only once the device can no longer reach the pages are they freed (or left to the caller).
         if (rc == 0 && owned != null) {
