@@ -56,7 +56,7 @@ class ProviderLockSafepointTest {
     static final int ROUNDS = 200;
     /** JVM start and device setup in the child (7–17 s for the JVM alone under TCG). */
     private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(120);
-    /** The workload itself: seconds under TCG; a deadlock never ends. */
+    /** The workload itself: 15–20 s under TCG with ordinary wr_start/start_poll (a deadlock never ends). */
     static final Duration WORK_TIMEOUT = Duration.ofSeconds(60);
     /** The fewest collections the run must have forced for its result to mean anything. */
     private static final int MIN_GCS = 10;
@@ -112,6 +112,8 @@ class ProviderLockSafepointTest {
     public static final class Workload {
         private static final int DEPTH = 32;
         private static final Duration STALL = Duration.ofSeconds(45);
+        /** Between forced collections: a full GC under TCG takes tens of ms, and the workers need time too. */
+        private static final long GC_PAUSE_NANOS = 10_000_000;
 
         private Workload() {
         }
@@ -168,7 +170,7 @@ class ProviderLockSafepointTest {
                     if (garbage.get() == null) {
                         gcs.incrementAndGet();
                     }
-                    LockSupport.parkNanos(1_000_000);
+                    LockSupport.parkNanos(GC_PAUSE_NANOS); // let the workers run between collections
                 }
             });
             for (int t = 0; t < 2; t++) {
