@@ -1,10 +1,17 @@
 package io.jverbs.ibverbs;
 
+import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_context_ops;
+import io.jverbs.ibverbs.raw.ibv_cq;
+import io.jverbs.ibverbs.raw.ibv_cq_ex;
 import io.jverbs.ibverbs.raw.ibv_device_attr_ex;
 import io.jverbs.ibverbs.raw.ibv_port_attr;
+import io.jverbs.ibverbs.raw.ibv_qp;
+import io.jverbs.ibverbs.raw.ibv_qp_ex;
 import io.jverbs.ibverbs.raw.ibv_query_device_ex_input;
+import io.jverbs.ibverbs.raw.ibv_srq;
 import io.jverbs.ibverbs.raw.verbs_context;
+import io.jverbs.ibverbs.testing.BindingProbe;
 import io.jverbs.ibverbs.testing.FakeProvider;
 import io.jverbs.ibverbs.testing.FakeProvider.World;
 import org.junit.jupiter.api.AfterEach;
@@ -13,6 +20,10 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.reflect.Field;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -270,6 +281,60 @@ class InlineVerbsDispatchTest {
         assertThrows(IllegalStateException.class, () -> InlineVerbs.ibv_create_cq_ex(stale, buf(64)));
         assertThrows(IllegalStateException.class, () -> InlineVerbs.ibv_wc_read_opcode(stale));
         assertEquals("", FakeProvider.lastName(), "the provider saw none of these calls");
-        assertTrue(ibv_context_ops.post_send$OFFSET > 0);
+    }
+
+    /**
+     * Every offset the inline verbs read a pointer from (a verbs object's context, a slot of
+     * {@code context->ops}, of the {@code verbs_context} in front of it, of an {@code ibv_qp_ex} or
+     * {@code ibv_cq_ex}), and the distance back to the {@code verbs_context}, against what gcc
+     * computes from the installed verbs.h. A wrong offset makes the inline verbs call the wrong
+     * function pointer.
+     */
+    @Test
+    void theOffsetsTheInlineVerbsReadAreWhereGccPutsThem() throws Exception {
+        List<BindingProbe.Check> checks = new ArrayList<>(List.of(
+                offset("struct ibv_qp", "context", ibv_qp.context$OFFSET),
+                offset("struct ibv_cq", "context", ibv_cq.context$OFFSET),
+                offset("struct ibv_srq", "context", ibv_srq.context$OFFSET),
+                offset("struct ibv_context", "abi_compat", ibv_context.abi_compat$OFFSET),
+                offset("struct ibv_context", "ops.poll_cq", ibv_context.ops$OFFSET + ibv_context_ops.poll_cq$OFFSET),
+                offset("struct ibv_context", "ops.req_notify_cq",
+                        ibv_context.ops$OFFSET + ibv_context_ops.req_notify_cq$OFFSET),
+                offset("struct ibv_context", "ops.post_srq_recv",
+                        ibv_context.ops$OFFSET + ibv_context_ops.post_srq_recv$OFFSET),
+                offset("struct ibv_context", "ops.post_send", ibv_context.ops$OFFSET + ibv_context_ops.post_send$OFFSET),
+                offset("struct ibv_context", "ops.post_recv", ibv_context.ops$OFFSET + ibv_context_ops.post_recv$OFFSET),
+                offset("struct verbs_context", "context", verbs_context.context$OFFSET),
+                BindingProbe.Check.exact("sizeof(struct verbs_context)", "sizeof(struct verbs_context)", verbs_context.sizeof()),
+                offset("struct verbs_context", "query_port", verbs_context.query_port$OFFSET),
+                offset("struct verbs_context", "create_cq_ex", verbs_context.create_cq_ex$OFFSET),
+                offset("struct verbs_context", "create_qp_ex", verbs_context.create_qp_ex$OFFSET),
+                offset("struct verbs_context", "query_device_ex", verbs_context.query_device_ex$OFFSET)));
+        int qpExSlots = addSlots(checks, "struct ibv_qp_ex", ibv_qp_ex.class, "wr_");
+        int cqExSlots = addSlots(checks, "struct ibv_cq_ex", ibv_cq_ex.class, "start_poll", "next_poll", "end_poll", "read_",
+                "wr_id", "status");
+        assertTrue(qpExSlots >= 20, "ibv_qp_ex slots found: " + qpExSlots);
+        assertTrue(cqExSlots >= 20, "ibv_cq_ex slots found: " + cqExSlots);
+        List<String> wrong = BindingProbe.compare(checks,
+                BindingProbe.runProbe("inline_verbs_offsets", List.of("infiniband/verbs.h"), checks));
+        assertEquals(List.of(), wrong, "offsets the inline verbs use that disagree with gcc");
+    }
+
+    private static BindingProbe.Check offset(String struct, String member, long java) {
+        return BindingProbe.Check.exact(struct + "." + member, "__builtin_offsetof(" + struct + ", " + member + ")", java);
+    }
+
+    /** Adds an offset check for every {@code NAME$OFFSET} constant of {@code cls} whose name starts with a prefix. */
+    private static int addSlots(List<BindingProbe.Check> checks, String struct, Class<?> cls, String... prefixes)
+            throws IllegalAccessException {
+        int added = 0;
+        for (Field f : cls.getFields()) {
+            String name = f.getName();
+            if (name.endsWith("$OFFSET") && Arrays.stream(prefixes).anyMatch(name::startsWith)) {
+                checks.add(offset(struct, name.substring(0, name.length() - "$OFFSET".length()), f.getLong(null)));
+                added++;
+            }
+        }
+        return added;
     }
 }

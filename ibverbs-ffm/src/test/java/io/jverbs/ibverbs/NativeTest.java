@@ -7,11 +7,15 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandle;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -23,6 +27,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Loading, errno capture and error messages, on any machine (no RDMA device needed). */
 class NativeTest {
+    /** Linux x86-64 and arm64 errno for a bad file descriptor. */
+    private static final int EBADF = 9;
 
     @Test
     void deviceListWithoutKernelSupportIsNullWithEnosysNotACrash() {
@@ -45,15 +51,52 @@ class NativeTest {
         }
     }
 
+    /**
+     * Two threads capture different errno values, one after the other, then each reads its own;
+     * a third thread's value stays untouched. Fails if the capture state is shared between threads
+     * (each would read the other's errno) or if the capture never reaches what lastErrno reads.
+     */
     @Test
     void errnoIsPerThread() throws Exception {
-        verbs_h.ibv_get_device_list(MemorySegment.NULL);
-        int here = Native.lastErrno();
-        int[] there = new int[1];
-        Thread t = Thread.ofPlatform().start(() -> there[0] = Native.lastErrno());
-        t.join();
-        assertEquals(0, there[0], "a new thread has its own, untouched errno state");
-        assertEquals(here, Native.lastErrno());
+        MethodHandle close = Linker.nativeLinker().downcallHandle(Linker.nativeLinker().defaultLookup().find("close").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT), Linker.Option.captureCallState("errno"));
+        Native.setLastErrno(4242);
+        CountDownLatch aCaptured = new CountDownLatch(1);
+        CountDownLatch bCaptured = new CountDownLatch(1);
+        int[] a = new int[2];
+        int[] b = new int[1];
+        Thread threadA = Thread.ofPlatform().start(() -> {
+            MemorySegment none = verbs_h.ibv_import_device(-1); // fstat(-1) fails: NULL, errno EINVAL, on any machine
+            a[0] = none.address() == 0 ? Native.lastErrno() : -1;
+            aCaptured.countDown();
+            await(bCaptured);
+            a[1] = Native.lastErrno();
+        });
+        Thread threadB = Thread.ofPlatform().start(() -> {
+            await(aCaptured);
+            try {
+                b[0] = (int) close.invokeExact(Native.errnoState(), -1) == -1 ? Native.lastErrno() : -1; // EBADF
+            } catch (Throwable t) {
+                throw new AssertionError(t);
+            }
+            bCaptured.countDown();
+        });
+        threadA.join(10_000);
+        threadB.join(10_000);
+        assertEquals(Errno.EINVAL, a[0], "thread A: errno of ibv_import_device(-1)");
+        assertEquals(EBADF, b[0], "thread B: errno of close(-1), captured after A's");
+        assertEquals(Errno.EINVAL, a[1], "thread A after B's capture: still its own errno");
+        assertEquals(4242, Native.lastErrno(), "the test thread's errno, untouched by A and B");
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            if (!latch.await(10, TimeUnit.SECONDS)) {
+                throw new AssertionError("the other thread did not get there in 10 s");
+            }
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        }
     }
 
     @Test

@@ -1,9 +1,10 @@
 package io.jverbs.ibverbs.device;
 
+import java.io.File;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -18,29 +19,58 @@ import java.util.concurrent.TimeUnit;
 public record RdmaResourceCounts(Map<String, Long> counts) {
     private static final List<String> TOOL_CANDIDATES = List.of("/usr/sbin/rdma", "/sbin/rdma", "/usr/bin/rdma", "/bin/rdma");
 
+    /** How long {@code rdma resource show} may take (it answers in milliseconds, even under QEMU TCG). */
+    static final Duration TOOL_TIMEOUT = Duration.ofSeconds(20);
+
     /**
      * Runs {@code rdma resource show} and parses the line of {@code device}.
      *
-     * @throws IOException when the tool is missing, fails, or does not list the device
+     * @throws IOException when the tool is missing, fails, hangs past {@link #TOOL_TIMEOUT}, or does not list the device
      */
     public static RdmaResourceCounts read(String device) throws IOException {
         String tool = TOOL_CANDIDATES.stream().filter(p -> Files.isExecutable(Path.of(p))).findFirst().orElse("rdma");
-        Process process = new ProcessBuilder(tool, "resource", "show").redirectErrorStream(true).start();
-        String output;
+        return parse(run(List.of(tool, "resource", "show"), TOOL_TIMEOUT), device);
+    }
+
+    /**
+     * Runs a command with a time limit and returns its output (stdout and stderr together). The
+     * output goes to a file, not a pipe, so waiting for the process is what can time out; on
+     * timeout the command and its descendants are killed.
+     *
+     * @throws IOException when the command cannot start, exits non-zero, or does not finish within {@code timeout}
+     */
+    static String run(List<String> command, Duration timeout) throws IOException {
+        String name = String.join(" ", command);
+        Path output = Files.createTempFile("jverbs-tool-", ".out");
         try {
-            output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            if (!process.waitFor(20, TimeUnit.SECONDS)) {
+            Process process = new ProcessBuilder(command).redirectErrorStream(true)
+                    .redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
+                    .redirectOutput(output.toFile()).start();
+            try {
+                if (!process.waitFor(timeout.toMillis(), TimeUnit.MILLISECONDS)) {
+                    process.descendants().forEach(ProcessHandle::destroyForcibly);
+                    process.destroyForcibly();
+                    process.waitFor(5, TimeUnit.SECONDS);
+                    throw new IOException(name + " did not finish in " + text(timeout) + " (killed); output so far: "
+                            + Files.readString(output).strip());
+                }
+            } catch (InterruptedException e) {
                 process.destroyForcibly();
-                throw new IOException("rdma resource show did not finish in 20 s");
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted while running " + name, e);
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IOException("interrupted while running rdma resource show", e);
+            String text = Files.readString(output);
+            if (process.exitValue() != 0) {
+                throw new IOException(name + " exited " + process.exitValue() + ": " + text.strip());
+            }
+            return text;
+        } finally {
+            Files.deleteIfExists(output);
         }
-        if (process.exitValue() != 0) {
-            throw new IOException("rdma resource show exited " + process.exitValue() + ": " + output.strip());
-        }
-        return parse(output, device);
+    }
+
+    private static String text(Duration d) {
+        return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
     }
 
     /** Parses the summary line of {@code device} from {@code rdma resource show} output. */

@@ -1,0 +1,152 @@
+package io.jverbs.ibverbs.device;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Runs a main class in a second JVM (this JVM's java, class path and flags) under a watchdog, for
+ * tests whose failure is a hung JVM: a safepoint deadlock stops every Java thread of its JVM,
+ * a watchdog thread included, so only another process can notice it and kill it.
+ *
+ * <p>Two deadlines: {@code startup} until the child prints a line starting with the ready
+ * marker (JVM start and setup, slow under QEMU TCG), then {@code work} until it exits. Its output
+ * (stdout and stderr together) is echoed here as {@code [child] ...} lines and kept.
+ */
+final class ChildJvm {
+    private static final String EOF = new String("end of child output");
+
+    /**
+     * How the child ended.
+     *
+     * @param timedOutIn null when it exited by itself; otherwise {@code "startup"} or {@code "work"},
+     *                   the phase whose deadline passed (it was then killed)
+     * @param exitCode   its exit status (-1 when killed)
+     * @param output     every line it printed
+     * @param workMs     milliseconds from the ready marker to the end (or the kill); -1 when never ready
+     */
+    record Result(String timedOutIn, int exitCode, List<String> output, long workMs) {
+        /** @return the last output line starting with {@code prefix}, or {@code "(none)"} */
+        String last(String prefix) {
+            for (int i = output.size() - 1; i >= 0; i--) {
+                if (output.get(i).startsWith(prefix)) {
+                    return output.get(i);
+                }
+            }
+            return "(none)";
+        }
+
+        /** @return the lines containing {@code fragment}, joined by newlines */
+        String linesWith(String fragment) {
+            return String.join("\n", output.stream().filter(l -> l.contains(fragment)).toList());
+        }
+    }
+
+    private ChildJvm() {
+    }
+
+    /** Options of the java launcher whose value is the next argument. */
+    private static final Set<String> TAKES_VALUE = Set.of("-cp", "-classpath", "--class-path", "-p", "--module-path",
+            "--upgrade-module-path", "--add-modules", "--add-opens", "--add-exports", "--add-reads", "--patch-module",
+            "--limit-modules", "--enable-native-access");
+    /** Dropped: the class path is set anew; agents and CDS dumping must not run twice. */
+    private static final List<String> DROPPED = List.of("-cp", "-classpath", "--class-path", "-agentlib", "-javaagent",
+            "-Xrunjdwp", "-XX:ArchiveClassesAtExit");
+
+    /**
+     * The java command: this JVM's executable and JVM options (from its command line, minus the
+     * class path, agents and CDS dumping), its class path, then {@code main} and {@code args}.
+     */
+    static List<String> command(Class<?> main, List<String> extraFlags, List<String> args) {
+        ProcessHandle.Info self = ProcessHandle.current().info();
+        List<String> cmd = new ArrayList<>(List.of(self.command().orElse(System.getProperty("java.home") + "/bin/java")));
+        String[] ours = self.arguments().orElse(new String[0]);
+        boolean nativeAccess = false;
+        for (int i = 0; i < ours.length; i++) {
+            String arg = ours[i];
+            if (!arg.startsWith("-") || arg.equals("-jar") || arg.equals("-m") || arg.equals("--module")) {
+                break; // the main class: what follows are its arguments
+            }
+            boolean separateValue = TAKES_VALUE.contains(arg) && i + 1 < ours.length;
+            String value = separateValue ? ours[++i] : null;
+            if (DROPPED.stream().anyMatch(arg::startsWith)) {
+                continue;
+            }
+            nativeAccess |= arg.startsWith("--enable-native-access");
+            cmd.add(arg);
+            if (value != null) {
+                cmd.add(value);
+            }
+        }
+        if (!nativeAccess) {
+            cmd.add("--enable-native-access=ALL-UNNAMED");
+        }
+        cmd.addAll(extraFlags);
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
+        cmd.addAll(args);
+        return cmd;
+    }
+
+    /** Starts the child and waits for it within the two deadlines; kills it when one passes. */
+    static Result run(List<String> command, String readyMarker, Duration startup, Duration work)
+            throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();
+        BlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        Thread reader = Thread.ofPlatform().daemon().name("child-output").start(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line; (line = in.readLine()) != null; ) {
+                    System.out.println("[child] " + line);
+                    lines.add(line);
+                }
+            } catch (IOException e) {
+                lines.add("(reading the child's output failed: " + e + ")");
+            } finally {
+                lines.add(EOF);
+            }
+        });
+        List<String> output = new ArrayList<>();
+        long deadline = System.nanoTime() + startup.toNanos();
+        long readyAt = -1;
+        String timedOutIn = null;
+        while (true) {
+            String line = lines.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            if (line == null) {
+                timedOutIn = readyAt < 0 ? "startup" : "work";
+                break;
+            }
+            if (line == EOF) {
+                break;
+            }
+            output.add(line);
+            if (readyAt < 0 && line.startsWith(readyMarker)) {
+                readyAt = System.nanoTime();
+                deadline = readyAt + work.toNanos();
+            }
+        }
+        int exitCode;
+        if (timedOutIn != null) {
+            process.descendants().forEach(ProcessHandle::destroyForcibly);
+            process.destroyForcibly(); // SIGKILL: a JVM stuck at a safepoint ignores SIGTERM
+            process.waitFor(10, TimeUnit.SECONDS);
+            exitCode = -1;
+        } else if (process.waitFor(10, TimeUnit.SECONDS)) {
+            exitCode = process.exitValue();
+        } else {
+            process.destroyForcibly(); // closed its output but did not exit
+            exitCode = -1;
+            timedOutIn = "exit";
+        }
+        reader.join(2_000);
+        long workMs = readyAt < 0 ? -1 : (System.nanoTime() - readyAt) / 1_000_000;
+        return new Result(timedOutIn, exitCode, List.copyOf(output), workMs);
+    }
+}
