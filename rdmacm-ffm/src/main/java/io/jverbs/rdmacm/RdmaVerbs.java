@@ -126,6 +126,7 @@ public final class RdmaVerbs {
      * @return 0, or -1 with {@link Native#lastErrno()} set
      */
     public static int rdma_post_recvv(MemorySegment id, long context, MemorySegment sgl, int nsge) {
+        PointerArgs.handle(id, "rdma_post_recvv", "id");
         sgList(sgl, nsge, "rdma_post_recvv");
         return postRecv("rdma_post_recvv", id, context, sgl, nsge);
     }
@@ -159,6 +160,7 @@ public final class RdmaVerbs {
      * @return 0, or -1 with {@link Native#lastErrno()} set
      */
     public static int rdma_post_sendv(MemorySegment id, long context, MemorySegment sgl, int nsge, int flags) {
+        PointerArgs.handle(id, "rdma_post_sendv", "id");
         sgList(sgl, nsge, "rdma_post_sendv");
         return postSend("rdma_post_sendv", id, context, sgl, nsge, verbs_h.IBV_WR_SEND, flags, 0, 0);
     }
@@ -177,6 +179,7 @@ public final class RdmaVerbs {
      */
     public static int rdma_post_readv(MemorySegment id, long context, MemorySegment sgl, int nsge, int flags,
                                       long remoteAddr, int rkey) {
+        PointerArgs.handle(id, "rdma_post_readv", "id");
         sgList(sgl, nsge, "rdma_post_readv");
         return postSend("rdma_post_readv", id, context, sgl, nsge, verbs_h.IBV_WR_RDMA_READ, flags, remoteAddr, rkey);
     }
@@ -195,6 +198,7 @@ public final class RdmaVerbs {
      */
     public static int rdma_post_writev(MemorySegment id, long context, MemorySegment sgl, int nsge, int flags,
                                        long remoteAddr, int rkey) {
+        PointerArgs.handle(id, "rdma_post_writev", "id");
         sgList(sgl, nsge, "rdma_post_writev");
         return postSend("rdma_post_writev", id, context, sgl, nsge, verbs_h.IBV_WR_RDMA_WRITE, flags, remoteAddr, rkey);
     }
@@ -215,6 +219,7 @@ public final class RdmaVerbs {
      */
     public static int rdma_post_recv(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr) {
         String verb = "rdma_post_recv";
+        PointerArgs.handle(id, verb, "id");
         MemorySegment sge = sge(verb, addr, length, mr, true, 0);
         MemorySegment m = mrFields(mr);
         long start = ibv_mr.addr(m).address();
@@ -239,6 +244,7 @@ public final class RdmaVerbs {
     public static int rdma_post_send(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr,
                                      int flags) {
         String verb = "rdma_post_send";
+        PointerArgs.handle(id, verb, "id");
         return postSend(verb, id, context, sge(verb, addr, length, mr, false, flags), 1, verbs_h.IBV_WR_SEND, flags, 0, 0);
     }
 
@@ -259,6 +265,7 @@ public final class RdmaVerbs {
     public static int rdma_post_read(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr,
                                      int flags, long remoteAddr, int rkey) {
         String verb = "rdma_post_read";
+        PointerArgs.handle(id, verb, "id");
         return postSend(verb, id, context, sge(verb, addr, length, mr, true, flags), 1, verbs_h.IBV_WR_RDMA_READ, flags,
                 remoteAddr, rkey);
     }
@@ -280,6 +287,7 @@ public final class RdmaVerbs {
     public static int rdma_post_write(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr,
                                       int flags, long remoteAddr, int rkey) {
         String verb = "rdma_post_write";
+        PointerArgs.handle(id, verb, "id");
         return postSend(verb, id, context, sge(verb, addr, length, mr, false, flags), 1, verbs_h.IBV_WR_RDMA_WRITE, flags,
                 remoteAddr, rkey);
     }
@@ -302,6 +310,7 @@ public final class RdmaVerbs {
     public static int rdma_post_ud_send(MemorySegment id, long context, MemorySegment addr, long length, MemorySegment mr,
                                         int flags, MemorySegment ah, int remoteQpn) {
         String verb = "rdma_post_ud_send";
+        PointerArgs.handle(id, verb, "id");
         MemorySegment sge = sge(verb, addr, length, mr, false, flags);
         PointerArgs.handle(ah, verb, "ah");
         MemorySegment qp = qp(verb, id);
