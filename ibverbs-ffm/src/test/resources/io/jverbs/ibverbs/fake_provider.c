@@ -63,8 +63,10 @@ static void touch_write(void *p, size_t n, int value)
 		b[i] = (unsigned char)value;
 }
 
+/* A provider reads the first request without a NULL check, then follows next. */
 static void read_send_wr(const struct ibv_send_wr *wr)
 {
+	touch_read(wr, sizeof(*wr));
 	for (int depth = 0; wr && depth < 16; depth++, wr = wr->next) {
 		touch_read(wr, sizeof(*wr));
 		for (int i = 0; i < wr->num_sge && i < 32; i++) {
@@ -77,6 +79,7 @@ static void read_send_wr(const struct ibv_send_wr *wr)
 
 static void read_recv_wr(const struct ibv_recv_wr *wr)
 {
+	touch_read(wr, sizeof(*wr));
 	for (int depth = 0; wr && depth < 16; depth++, wr = wr->next) {
 		touch_read(wr, sizeof(*wr));
 		for (int i = 0; i < wr->num_sge && i < 32; i++)
@@ -453,6 +456,19 @@ static int bench_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv
 { (void)qp; (void)bad; bench_posted = wr->wr_id; return 0; }
 static int bench_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 { (void)cq; if (n < 1) return 0; wc->wr_id = bench_posted; wc->status = IBV_WC_SUCCESS; return 1; }
+
+/* An empty CQ that arms without error: poll_cq finds nothing, req_notify_cq returns 0. */
+static int idle_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{ (void)cq; (void)n; (void)wc; return 0; }
+static int idle_req_notify_cq(struct ibv_cq *cq, int solicited)
+{ (void)cq; (void)solicited; return 0; }
+
+/* Switches a world's CQ to the idle ops (a blocking wait then goes on to ibv_get_cq_event). */
+void fake_use_idle_cq(struct fake_world *w)
+{
+	w->vctx.context.ops.poll_cq = idle_poll_cq;
+	w->vctx.context.ops.req_notify_cq = idle_req_notify_cq;
+}
 
 /* Switches a world to the benchmark ops. */
 void fake_use_bench_ops(struct fake_world *w)

@@ -96,6 +96,11 @@ public final class FakeProvider {
             }
         }
 
+        /** Switches poll_cq and req_notify_cq to ops of an empty CQ that arms without error (both return 0). */
+        public void useIdleCq() {
+            call("fake_use_idle_cq", FunctionDescriptor.ofVoid(ADDRESS), world);
+        }
+
         /** Switches post_send and poll_cq to the minimal ops the benchmark uses. */
         public void useBenchOps() {
             call("fake_use_bench_ops", FunctionDescriptor.ofVoid(ADDRESS), world);
