@@ -4,7 +4,19 @@ import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_context_ops;
 import io.jverbs.ibverbs.raw.ibv_cq;
 import io.jverbs.ibverbs.raw.ibv_cq_ex;
+import io.jverbs.ibverbs.raw.ibv_alloc_dm_attr;
+import io.jverbs.ibverbs.raw.ibv_counter_attach_attr;
+import io.jverbs.ibverbs.raw.ibv_counters_init_attr;
 import io.jverbs.ibverbs.raw.ibv_device_attr_ex;
+import io.jverbs.ibverbs.raw.ibv_flow_action_esp_attr;
+import io.jverbs.ibverbs.raw.ibv_flow_attr;
+import io.jverbs.ibverbs.raw.ibv_modify_cq_attr;
+import io.jverbs.ibverbs.raw.ibv_mr;
+import io.jverbs.ibverbs.raw.ibv_mw;
+import io.jverbs.ibverbs.raw.ibv_mw_bind;
+import io.jverbs.ibverbs.raw.ibv_mw_bind_info;
+import io.jverbs.ibverbs.raw.ibv_ops_wr;
+import io.jverbs.ibverbs.raw.ibv_parent_domain_init_attr;
 import io.jverbs.ibverbs.raw.ibv_port_attr;
 import io.jverbs.ibverbs.raw.ibv_qp;
 import io.jverbs.ibverbs.raw.ibv_qp_ex;
@@ -12,6 +24,19 @@ import io.jverbs.ibverbs.raw.ibv_query_device_ex_input;
 import io.jverbs.ibverbs.raw.ibv_srq;
 import io.jverbs.ibverbs.raw.verbs_context;
 import io.jverbs.ibverbs.testing.BindingProbe;
+import io.jverbs.ibverbs.raw.ibv_qp_open_attr;
+import io.jverbs.ibverbs.raw.ibv_qp_rate_limit_attr;
+import io.jverbs.ibverbs.raw.ibv_recv_wr;
+import io.jverbs.ibverbs.raw.ibv_rwq_ind_table_init_attr;
+import io.jverbs.ibverbs.raw.ibv_sge;
+import io.jverbs.ibverbs.raw.ibv_srq_init_attr_ex;
+import io.jverbs.ibverbs.raw.ibv_td_init_attr;
+import io.jverbs.ibverbs.raw.ibv_values_ex;
+import io.jverbs.ibverbs.raw.ibv_wq;
+import io.jverbs.ibverbs.raw.ibv_wq_attr;
+import io.jverbs.ibverbs.raw.ibv_wq_init_attr;
+import io.jverbs.ibverbs.raw.ibv_xrcd_init_attr;
+import io.jverbs.ibverbs.raw.verbs_h;
 import io.jverbs.ibverbs.testing.FakeProvider;
 import io.jverbs.ibverbs.testing.FakeProvider.World;
 import org.junit.jupiter.api.AfterEach;
@@ -24,6 +49,12 @@ import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.Supplier;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -336,5 +367,242 @@ class InlineVerbsDispatchTest {
             }
         }
         return added;
+    }
+
+    @Test
+    void postWqRecvGoesThroughTheWqsOwnSlot() {
+        MemorySegment wq = world.object("wq"), wr = buf(ibv_recv_wr.sizeof()), bad = buf(8);
+        assertEquals(FakeProvider.expected("post_wq_recv"), InlineVerbs.ibv_post_wq_recv(wq, wr, bad));
+        assertCall("post_wq_recv", wq.address(), wr.address(), bad.address());
+    }
+
+    @Test
+    void memoryWindowsFollowTheHeaderChecks() {
+        MemorySegment pd = world.object("pd"), mw = world.object("mw"), mr = world.object("mr"), qp = world.qp();
+        assertEquals(mw.address(), InlineVerbs.ibv_alloc_mw(pd, verbs_h.IBV_MW_TYPE_1).address());
+        assertCall("alloc_mw", pd.address(), verbs_h.IBV_MW_TYPE_1);
+
+        MemorySegment bind = buf(ibv_mw_bind.sizeof());
+        MemorySegment info = ibv_mw_bind.bind_info(bind);
+        ibv_mw_bind_info.mr(info, mr);
+        assertEquals(FakeProvider.expected("bind_mw"), InlineVerbs.ibv_bind_mw(qp, mw, bind));
+        assertCall("bind_mw", qp.address(), mw.address(), bind.address());
+        // as the header, before any provider call: an MR of another PD is EPERM, no MR but a range is EINVAL
+        FakeProvider.reset();
+        MemorySegment otherMr = buf(ibv_mr.sizeof());
+        ibv_mr.pd(otherMr, buf(16));
+        ibv_mw_bind_info.mr(info, otherMr);
+        assertEquals(Errno.EPERM, InlineVerbs.ibv_bind_mw(qp, mw, bind));
+        ibv_mw_bind_info.mr(info, MemorySegment.NULL);
+        ibv_mw_bind_info.length(info, 64);
+        assertEquals(Errno.EINVAL, InlineVerbs.ibv_bind_mw(qp, mw, bind));
+        MemorySegment type2 = buf(ibv_mw.sizeof());
+        ibv_mw.context(type2, world.context());
+        ibv_mw.type(type2, verbs_h.IBV_MW_TYPE_2);
+        assertEquals(Errno.EINVAL, InlineVerbs.ibv_bind_mw(qp, type2, bind), "only type 1 binds through the QP");
+        assertEquals("", FakeProvider.lastName());
+
+        assertEquals(FakeProvider.expected("dealloc_mw"), InlineVerbs.ibv_dealloc_mw(mw));
+        assertCall("dealloc_mw", mw.address());
+        assertEquals(0x1234_5679, InlineVerbs.ibv_inc_rkey(0x1234_5678));
+        assertEquals(0x1234_5600, InlineVerbs.ibv_inc_rkey(0x1234_56ff), "the key byte wraps, the index stays");
+    }
+
+    /** One verbs_context op: the call, the op the fake provider must see, its arguments, and the object it returns (or 0). */
+    private record VerbsOp(String op, Supplier<Object> call, long[] args) {
+    }
+
+    private static VerbsOp op(String op, Supplier<Object> call, long... args) {
+        return new VerbsOp(op, call, args);
+    }
+
+    private static long a(MemorySegment s) {
+        return s.address();
+    }
+
+    @Test
+    void everyVerbsContextOpIsCalledWithItsArguments() {
+        MemorySegment ctx = world.context(), qp = world.qp(), cq = world.cq(), srq = world.srq(), pd = world.object("pd");
+        MemorySegment wq = world.object("wq"), dm = world.object("dm"), flow = world.object("flow");
+        MemorySegment action = world.object("flow_action"), counters = world.object("counters");
+        MemorySegment xrcdAttr = buf(ibv_xrcd_init_attr.sizeof()), srqAttr = buf(ibv_srq_init_attr_ex.sizeof());
+        ibv_srq_init_attr_ex.comp_mask(srqAttr, verbs_h.IBV_SRQ_INIT_ATTR_PD | verbs_h.IBV_SRQ_INIT_ATTR_TYPE
+                | verbs_h.IBV_SRQ_INIT_ATTR_XRCD);
+        ibv_srq_init_attr_ex.srq_type(srqAttr, verbs_h.IBV_SRQT_XRC);
+        MemorySegment srqNum = buf(4), opsWr = buf(ibv_ops_wr.sizeof()), badOp = buf(8);
+        MemorySegment tdAttr = buf(ibv_td_init_attr.sizeof()), pdAttr = buf(ibv_parent_domain_init_attr.sizeof());
+        MemorySegment values = buf(ibv_values_ex.sizeof()), openAttr = buf(ibv_qp_open_attr.sizeof());
+        MemorySegment rate = buf(ibv_qp_rate_limit_attr.sizeof()), wqAttr = buf(ibv_wq_attr.sizeof());
+        MemorySegment tableAttr = buf(ibv_rwq_ind_table_init_attr.sizeof()), espAttr = buf(ibv_flow_action_esp_attr.sizeof());
+        MemorySegment sges = buf(2 * ibv_sge.sizeof()), dmAttr = buf(ibv_alloc_dm_attr.sizeof()), host = buf(64);
+        MemorySegment countersAttr = buf(ibv_counters_init_attr.sizeof()), attach = buf(ibv_counter_attach_attr.sizeof());
+        MemorySegment counterValues = buf(3 * 8), modifyCq = buf(ibv_modify_cq_attr.sizeof());
+        // a flow rule with one 16-byte spec after the attr
+        MemorySegment flowAttr = buf(ibv_flow_attr.sizeof() + 16);
+        ibv_flow_attr.num_of_specs(flowAttr, (byte) 1);
+        flowAttr.set(JAVA_SHORT, ibv_flow_attr.sizeof() + 4, (short) 16);
+        List<VerbsOp> ops = List.of(
+                op("open_xrcd", () -> InlineVerbs.ibv_open_xrcd(ctx, xrcdAttr), a(ctx), a(xrcdAttr)),
+                op("close_xrcd", () -> InlineVerbs.ibv_close_xrcd(world.object("xrcd")), a(world.object("xrcd"))),
+                op("create_srq_ex", () -> InlineVerbs.ibv_create_srq_ex(ctx, srqAttr), a(ctx), a(srqAttr)),
+                op("get_srq_num", () -> InlineVerbs.ibv_get_srq_num(srq, srqNum), a(srq), a(srqNum)),
+                op("modify_cq", () -> InlineVerbs.ibv_modify_cq(cq, modifyCq), a(cq), a(modifyCq)),
+                op("post_srq_ops", () -> InlineVerbs.ibv_post_srq_ops(srq, opsWr, badOp), a(srq), a(opsWr), a(badOp)),
+                op("alloc_td", () -> InlineVerbs.ibv_alloc_td(ctx, tdAttr), a(ctx), a(tdAttr)),
+                op("dealloc_td", () -> InlineVerbs.ibv_dealloc_td(world.object("td")), a(world.object("td"))),
+                op("alloc_parent_domain", () -> InlineVerbs.ibv_alloc_parent_domain(ctx, pdAttr), a(ctx), a(pdAttr)),
+                op("query_rt_values", () -> InlineVerbs.ibv_query_rt_values_ex(ctx, values), a(ctx), a(values)),
+                op("open_qp", () -> InlineVerbs.ibv_open_qp(ctx, openAttr), a(ctx), a(openAttr)),
+                op("modify_qp_rate_limit", () -> InlineVerbs.ibv_modify_qp_rate_limit(qp, rate), a(qp), a(rate)),
+                op("modify_wq", () -> InlineVerbs.ibv_modify_wq(wq, wqAttr), a(wq), a(wqAttr)),
+                op("destroy_wq", () -> InlineVerbs.ibv_destroy_wq(wq), a(wq)),
+                op("create_rwq_ind_table", () -> InlineVerbs.ibv_create_rwq_ind_table(ctx, tableAttr), a(ctx), a(tableAttr)),
+                op("destroy_rwq_ind_table", () -> InlineVerbs.ibv_destroy_rwq_ind_table(world.object("rwq_ind_table")),
+                        a(world.object("rwq_ind_table"))),
+                op("ibv_create_flow", () -> InlineVerbs.ibv_create_flow(qp, flowAttr), a(qp), a(flowAttr)),
+                op("ibv_destroy_flow", () -> InlineVerbs.ibv_destroy_flow(flow), a(flow)),
+                op("create_flow_action_esp", () -> InlineVerbs.ibv_create_flow_action_esp(ctx, espAttr), a(ctx), a(espAttr)),
+                op("modify_flow_action_esp", () -> InlineVerbs.ibv_modify_flow_action_esp(action, espAttr), a(action),
+                        a(espAttr)),
+                op("destroy_flow_action", () -> InlineVerbs.ibv_destroy_flow_action(action), a(action)),
+                op("advise_mr", () -> InlineVerbs.ibv_advise_mr(pd, 1, 2, sges, 2), a(pd), 1, 2, a(sges), 2),
+                op("alloc_dm", () -> InlineVerbs.ibv_alloc_dm(ctx, dmAttr), a(ctx), a(dmAttr)),
+                op("free_dm", () -> InlineVerbs.ibv_free_dm(dm), a(dm)),
+                op("memcpy_to_dm", () -> InlineVerbs.ibv_memcpy_to_dm(dm, 8, host, 64), a(dm), 8, a(host), 64),
+                op("memcpy_from_dm", () -> InlineVerbs.ibv_memcpy_from_dm(host, dm, 16, 32), a(host), a(dm), 16, 32),
+                op("alloc_null_mr", () -> InlineVerbs.ibv_alloc_null_mr(pd), a(pd)),
+                op("reg_dm_mr", () -> InlineVerbs.ibv_reg_dm_mr(pd, dm, 24, 4096, 7), a(pd), a(dm), 24, 4096, 7),
+                op("create_counters", () -> InlineVerbs.ibv_create_counters(ctx, countersAttr), a(ctx), a(countersAttr)),
+                op("destroy_counters", () -> InlineVerbs.ibv_destroy_counters(counters), a(counters)),
+                op("attach_counters_point_flow", () -> InlineVerbs.ibv_attach_counters_point_flow(counters, attach, flow),
+                        a(counters), a(attach), a(flow)),
+                op("read_counters", () -> InlineVerbs.ibv_read_counters(counters, counterValues, 3, 1), a(counters),
+                        a(counterValues), 3, 1));
+        for (VerbsOp op : ops) {
+            FakeProvider.reset();
+            Object result = op.call().get();
+            assertCall(op.op(), op.args());
+            if (result instanceof Integer rc) {
+                assertEquals(FakeProvider.expected(op.op()), rc, op.op() + " returns what the provider returned");
+            } else {
+                assertNotEquals(0, ((MemorySegment) result).address(), op.op() + " returns the provider's object");
+            }
+        }
+        assertEquals(0x5151, srqNum.get(JAVA_INT, 0), "get_srq_num filled srq_num");
+        assertEquals(3, counterValues.get(JAVA_LONG, 16), "read_counters filled the values");
+        assertEquals(0x5a5a_5a5a, host.get(JAVA_INT, 20), "memcpy_from_dm filled the host buffer");
+    }
+
+    @Test
+    void createWqInitializesWhatTheHeaderInitializes() {
+        MemorySegment attr = buf(ibv_wq_init_attr.sizeof());
+        MemorySegment userContext = buf(8);
+        ibv_wq_init_attr.wq_context(attr, userContext);
+        MemorySegment wq = world.object("wq").reinterpret(ibv_wq.sizeof());
+        ibv_wq.events_completed(wq, 99);
+        wq.asSlice(ibv_wq.mutex$OFFSET, 40).fill((byte) 0x77);
+        assertEquals(wq.address(), InlineVerbs.ibv_create_wq(world.context(), attr).address());
+        assertCall("create_wq", world.context().address(), attr.address());
+        assertEquals(userContext.address(), ibv_wq.wq_context(wq).address(), "wq_context from the init attr");
+        assertEquals(0, ibv_wq.events_completed(wq), "events_completed zeroed");
+        assertEquals(0, wq.get(JAVA_INT, ibv_wq.mutex$OFFSET), "pthread_mutex_init ran (an unlocked glibc mutex)");
+    }
+
+    @Test
+    void pureHeaderFunctions() {
+        assertEquals(1, InlineVerbs.ibv_is_qpt_supported(1 << verbs_h.IBV_QPT_UD, verbs_h.IBV_QPT_UD));
+        assertEquals(0, InlineVerbs.ibv_is_qpt_supported(1 << verbs_h.IBV_QPT_UD, verbs_h.IBV_QPT_RC));
+        assertEquals(0, InlineVerbs.ibv_is_qpt_supported(-1, 255), "a qpt beyond the mask's 32 bits");
+        assertEquals(0xC000, InlineVerbs.ibv_flow_label_to_udp_sport(0));
+        assertEquals(0xC000 | (0x3FFF ^ 0x3F), InlineVerbs.ibv_flow_label_to_udp_sport(0xFFFFF));
+        assertEquals(0xC000 | 0x1234, InlineVerbs.ibv_flow_label_to_udp_sport(0x1234));
+    }
+
+    @Test
+    void absentOpsOfTheWholeHeaderThrowUnsupported() {
+        try (World noOps = new World(true, 0, false)) {
+            MemorySegment ctx = noOps.context(), any = buf(512), bad = buf(8);
+            MemorySegment srqAttr = buf(ibv_srq_init_attr_ex.sizeof());
+            ibv_srq_init_attr_ex.comp_mask(srqAttr, verbs_h.IBV_SRQ_INIT_ATTR_XRCD);
+            List<Runnable> calls = List.of(
+                    () -> InlineVerbs.ibv_post_wq_recv(noOps.object("wq"), any, bad),
+                    () -> InlineVerbs.ibv_alloc_mw(noOps.object("pd"), 1),
+                    () -> InlineVerbs.ibv_dealloc_mw(noOps.object("mw")),
+                    () -> InlineVerbs.ibv_open_xrcd(ctx, any),
+                    () -> InlineVerbs.ibv_close_xrcd(noOps.object("xrcd")),
+                    () -> InlineVerbs.ibv_create_srq_ex(ctx, srqAttr),
+                    () -> InlineVerbs.ibv_get_srq_num(noOps.srq(), any),
+                    () -> InlineVerbs.ibv_modify_cq(noOps.cq(), any),
+                    () -> InlineVerbs.ibv_alloc_td(ctx, any),
+                    () -> InlineVerbs.ibv_dealloc_td(noOps.object("td")),
+                    () -> InlineVerbs.ibv_alloc_parent_domain(ctx, any),
+                    () -> InlineVerbs.ibv_query_rt_values_ex(ctx, any),
+                    () -> InlineVerbs.ibv_open_qp(ctx, any),
+                    () -> InlineVerbs.ibv_modify_qp_rate_limit(noOps.qp(), any),
+                    () -> InlineVerbs.ibv_create_wq(ctx, any),
+                    () -> InlineVerbs.ibv_modify_wq(noOps.object("wq"), any),
+                    () -> InlineVerbs.ibv_destroy_wq(noOps.object("wq")),
+                    () -> InlineVerbs.ibv_create_rwq_ind_table(ctx, any),
+                    () -> InlineVerbs.ibv_destroy_rwq_ind_table(noOps.object("rwq_ind_table")),
+                    () -> InlineVerbs.ibv_create_flow(noOps.qp(), any),
+                    () -> InlineVerbs.ibv_destroy_flow(noOps.object("flow")),
+                    () -> InlineVerbs.ibv_create_flow_action_esp(ctx, any),
+                    () -> InlineVerbs.ibv_modify_flow_action_esp(noOps.object("flow_action"), any),
+                    () -> InlineVerbs.ibv_destroy_flow_action(noOps.object("flow_action")),
+                    () -> InlineVerbs.ibv_advise_mr(noOps.object("pd"), 0, 0, any, 1),
+                    () -> InlineVerbs.ibv_alloc_dm(ctx, any),
+                    () -> InlineVerbs.ibv_free_dm(noOps.object("dm")),
+                    () -> InlineVerbs.ibv_memcpy_to_dm(noOps.object("dm"), 0, any, 8),
+                    () -> InlineVerbs.ibv_memcpy_from_dm(any, noOps.object("dm"), 0, 8),
+                    () -> InlineVerbs.ibv_alloc_null_mr(noOps.object("pd")),
+                    () -> InlineVerbs.ibv_reg_dm_mr(noOps.object("pd"), noOps.object("dm"), 0, 8, 0),
+                    () -> InlineVerbs.ibv_create_counters(ctx, any),
+                    () -> InlineVerbs.ibv_destroy_counters(noOps.object("counters")),
+                    () -> InlineVerbs.ibv_attach_counters_point_flow(noOps.object("counters"), any, MemorySegment.NULL),
+                    () -> InlineVerbs.ibv_read_counters(noOps.object("counters"), any, 1, 0));
+            for (Runnable call : calls) {
+                assertThrows(UnsupportedVerbException.class, call::run);
+            }
+            // post_srq_ops: *bad_op = op, as the header does, then the exception
+            MemorySegment op = buf(ibv_ops_wr.sizeof());
+            assertThrows(UnsupportedVerbException.class, () -> InlineVerbs.ibv_post_srq_ops(noOps.srq(), op, bad));
+            assertEquals(op.address(), bad.get(ADDRESS, 0).address());
+            assertEquals("", FakeProvider.lastName(), "no provider op ran");
+        }
+    }
+
+    @Test
+    void sizedArgumentsAreCheckedBeforeTheCall() {
+        MemorySegment q = world.qpx();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> InlineVerbs.ibv_poll_cq(world.cq(), 2, buf(48)));
+        assertEquals("ibv_poll_cq: wc has 48 bytes; num_entries 2 needs 2 x sizeof(struct ibv_wc) = 96 bytes", e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_post_send(world.qp(), buf(64), buf(8)));
+        assertEquals("ibv_post_send: wr has 64 bytes; sizeof(struct ibv_send_wr) is 128", e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_wr_set_inline_data(q, buf(16), 17));
+        assertEquals("ibv_wr_set_inline_data: length 17 is more than the 16 bytes of addr", e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_wr_set_sge_list(q, 2, buf(16)));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_wr_set_sge_list(q, -1, buf(16)));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_wr_set_inline_data_list(q, 3, buf(32)));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_wr_atomic_write(q, 1, 2, buf(4)));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_wr_send_tso(q, buf(8), (short) 9, (short) 1));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_wr_bind_mw(q, world.object("mw"), 1, buf(8)));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_wr_set_ud_addr(q, MemorySegment.NULL, 1, 2));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_wc_read_tm_info(world.cqx(), buf(8)));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_start_poll(world.cqx(), MemorySegment.NULL));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_read_counters(world.object("counters"), buf(8), 2, 0));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_reg_mr(world.object("pd"), buf(8), 9, 0));
+        MemorySegment shortFlow = buf(ibv_flow_attr.sizeof() + 8);
+        ibv_flow_attr.num_of_specs(shortFlow, (byte) 1);
+        shortFlow.set(JAVA_SHORT, ibv_flow_attr.sizeof() + 4, (short) 16);
+        e = assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_create_flow(world.qp(), shortFlow));
+        assertTrue(e.getMessage().startsWith("ibv_create_flow: flow has " + shortFlow.byteSize() + " bytes; its 1 specs"),
+                e.getMessage());
+        assertEquals("", FakeProvider.lastName(), "the provider saw none of these calls");
+        // a zero-length segment (how C pointers arrive) is a valid handle, but no buffer
+        MemorySegment cqFromC = MemorySegment.ofAddress(world.cq().address());
+        assertEquals(0, cqFromC.byteSize());
+        assertEquals(FakeProvider.expected("poll_cq"), InlineVerbs.ibv_poll_cq(cqFromC, 1, buf(48)));
+        assertThrows(IllegalArgumentException.class, () -> InlineVerbs.ibv_poll_cq(world.cq(), 1, cqFromC));
     }
 }

@@ -90,7 +90,7 @@ class RdmaVerbsDispatchTest {
     @Test
     void udSendUsesTheRdmaCmQkey() {
         MemorySegment ah = arena.allocate(64);
-        RdmaVerbs.rdma_post_ud_send(id, 9, buf, 32, MemorySegment.NULL, 0, ah, 0xABC);
+        RdmaVerbs.rdma_post_ud_send(id, 9, buf, 32, MemorySegment.NULL, verbs_h.IBV_SEND_INLINE, ah, 0xABC);
         MemorySegment ud = ibv_send_wr.wr.ud(ibv_send_wr.wr(postedWr(ibv_send_wr.sizeof())));
         assertEquals(ah.address(), ibv_send_wr.wr.ud.ah(ud).address());
         assertEquals(0xABC, ibv_send_wr.wr.ud.remote_qpn(ud));

@@ -23,18 +23,35 @@ public final class FakeProvider {
     private FakeProvider() {
     }
 
-    /** Compiles and loads the fake provider on first use. */
+    /**
+     * Set to the path of an already compiled fake provider (see {@link #library()}) to load it
+     * instead of compiling: child JVMs of a test use it, so that they neither pay for gcc nor
+     * race each other writing the same file.
+     */
+    public static final String LIBRARY_PROPERTY = "jverbs.fake.provider";
+
+    private static Path library;
+
+    /** Compiles and loads the fake provider on first use (or loads {@link #LIBRARY_PROPERTY}). */
     public static synchronized SymbolLookup lookup() {
         if (lookup == null) {
+            lookup = SymbolLookup.libraryLookup(library(), Arena.global());
+        }
+        return lookup;
+    }
+
+    /** The compiled fake provider: {@link #LIBRARY_PROPERTY} when set, else compiled on first use. */
+    public static synchronized Path library() {
+        if (library == null) {
+            String prebuilt = System.getProperty(LIBRARY_PROPERTY);
             try {
-                String source = CBuild.resource(FakeProvider.class, "/io/jverbs/ibverbs/fake_provider.c");
-                Path so = CBuild.sharedLibrary("jverbs_fake_provider", source);
-                lookup = SymbolLookup.libraryLookup(so, Arena.global());
+                library = prebuilt != null ? Path.of(prebuilt) : CBuild.sharedLibrary("jverbs_fake_provider",
+                        CBuild.resource(FakeProvider.class, "/io/jverbs/ibverbs/fake_provider.c"));
             } catch (Exception e) {
                 throw new IllegalStateException("cannot build the fake provider: " + e.getMessage(), e);
             }
         }
-        return lookup;
+        return library;
     }
 
     /** A handle on a function of the fake provider. */
@@ -63,6 +80,26 @@ public final class FakeProvider {
         public MemorySegment qpx() { return get("fake_qpx"); }
         public MemorySegment cqx() { return get("fake_cqx"); }
         public MemorySegment handle() { return world; }
+
+        /**
+         * Another object of the world by its C struct name without {@code ibv_}: pd, mr, mw, wq, dm,
+         * xrcd, td, flow, flow_action, counters, rwq_ind_table.
+         */
+        public MemorySegment object(String name) {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment found = (MemorySegment) call("fake_object", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS),
+                        world, arena.allocateFrom(name));
+                if (found.address() == 0) {
+                    throw new IllegalArgumentException("the fake world has no " + name);
+                }
+                return found;
+            }
+        }
+
+        /** Switches poll_cq and req_notify_cq to ops of an empty CQ that arms without error (both return 0). */
+        public void useIdleCq() {
+            call("fake_use_idle_cq", FunctionDescriptor.ofVoid(ADDRESS), world);
+        }
 
         /** Switches post_send and poll_cq to the minimal ops the benchmark uses. */
         public void useBenchOps() {
