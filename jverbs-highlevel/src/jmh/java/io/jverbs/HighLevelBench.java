@@ -56,6 +56,8 @@ public class HighLevelBench {
     private MemorySegment badWr;
     private MemorySegment wc;
     private MemorySegment data;
+    private MemorySegment rawQp;
+    private MemorySegment rawCq;
     private MethodHandle cLoop;
     private CompletionQueue cq;
     private QueuePair qp;
@@ -81,6 +83,8 @@ public class HighLevelBench {
                 ADDRESS, JAVA_LONG, ADDRESS, JAVA_INT, JAVA_LONG, JAVA_INT));
         // The fake poll reports qp_num 0: give the fake queue pair that number, so completions route to it.
         ibv_qp.qp_num(world.qp().reinterpret(ibv_qp.sizeof()), 0);
+        rawQp = world.qp();
+        rawCq = world.cq();
         cq = CompletionQueue.wrapForBenchmark(world.cq());
         qp = QueuePair.wrapForBenchmark(world.qp(), cq, 1024, 1);
         buffer = RegisteredBuffer.wrapForBenchmark(data, mr);
@@ -120,7 +124,7 @@ public class HighLevelBench {
             ibv_sge.addr(sge, data.address());
             ibv_sge.length(sge, BYTES);
             ibv_sge.lkey(sge, 0x1234);
-            if (InlineVerbs.ibv_post_send(world.qp(), wr, badWr) != 0 || InlineVerbs.ibv_poll_cq(world.cq(), 1, wc) != 1) {
+            if (InlineVerbs.ibv_post_send(rawQp, wr, badWr) != 0 || InlineVerbs.ibv_poll_cq(rawCq, 1, wc) != 1) {
                 throw new IllegalStateException("post/poll");
             }
             sum += ibv_wc.wr_id(wc);

@@ -107,12 +107,48 @@ public final class QueuePair extends QueueEndpoint {
     private final MemorySegment postRecvFn;
     private State state = State.PREPARED;
     private String errorText;
-    private int sendOutstanding;
-    private int recvOutstanding;
+    // Queue accounting without a lock on the completion path: posters (serialized on this object)
+    // own sendCount, recvCount and the ring's tail; the thread polling the completion queue (one
+    // at a time) owns sendDone, recvDone and the ring's head. Each side publishes with a release
+    // store and reads the other's with an acquire load. The ring holds, per signaled request, how
+    // many requests its completion retires (itself and the unsignaled ones before it).
+    private long sendCount;
+    private long recvCount;
+    private long sendDone;
+    private long recvDone;
     private int unsignaledRun;
     private final int[] coverRing;
-    private int coverHead;
-    private int coverCount;
+    private long coverHead;
+    private long coverTail;
+    private static final java.lang.invoke.VarHandle SEND_DONE;
+    private static final java.lang.invoke.VarHandle RECV_DONE;
+    private static final java.lang.invoke.VarHandle COVER_TAIL;
+
+    static {
+        try {
+            java.lang.invoke.MethodHandles.Lookup l = java.lang.invoke.MethodHandles.lookup();
+            SEND_DONE = l.findVarHandle(QueuePair.class, "sendDone", long.class);
+            RECV_DONE = l.findVarHandle(QueuePair.class, "recvDone", long.class);
+            COVER_TAIL = l.findVarHandle(QueuePair.class, "coverTail", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private int sendOutstanding() {
+        return (int) (sendCount - (long) SEND_DONE.getAcquire(this));
+    }
+
+    /** Publishes a signaled request's ring entry before it is posted (its completion may be polled at once). */
+    private void pushCover(int cover) {
+        coverRing[(int) (coverTail % coverRing.length)] = cover;
+        COVER_TAIL.setRelease(this, coverTail + 1);
+    }
+
+    /** Takes back the entry of a request the provider refused (no completion can have consumed it). */
+    private void popCoverBack() {
+        COVER_TAIL.setRelease(this, coverTail - 1);
+    }
     private final CompletableFuture<?>[] pending;
     private final String[] pendingWhat;
     private final int[] freeSlots;
@@ -617,16 +653,29 @@ public final class QueuePair extends QueueEndpoint {
         if (n == 0) {
             return OK;
         }
-        if (sendOutstanding + n > config.maxSendWr()) {
+        if (sendOutstanding() + n > config.maxSendWr()) {
             return SEND_QUEUE_FULL;
         }
         int run = unsignaledRun;
         for (int i = 0; i < n; i++) {
             boolean signal = batch.wantsSignal(i) || run + 1 >= config.signalEvery() || i == n - 1
-                    && sendOutstanding + n >= config.maxSendWr();
+                    && sendOutstanding() + n >= config.maxSendWr();
             batch.signal(i, signal);
             run = signal ? 0 : run + 1;
         }
+        // Publish every entry first (a completion may be polled before post_send returns), then
+        // take back those of requests the provider refused.
+        long tailBefore = coverTail;
+        int runBefore = unsignaledRun;
+        for (int i = 0; i < n; i++) {
+            if (batch.signalFlag(i)) {
+                pushCover(unsignaledRun + 1);
+                unsignaledRun = 0;
+            } else {
+                unsignaledRun++;
+            }
+        }
+        sendCount += n;
         int rc;
         try {
             rc = (int) POST.invokeExact(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
@@ -637,15 +686,16 @@ public final class QueuePair extends QueueEndpoint {
         if (rc != 0) {
             int bad = batch.indexOf(scratch.get(LONG, BAD_WR));
             posted = bad < 0 ? 0 : bad;
-        }
-        for (int i = 0; i < posted; i++) {
-            sendOutstanding++;
-            if ((batch.signalFlag(i))) {
-                coverRing[(coverHead + coverCount) % coverRing.length] = unsignaledRun + 1;
-                coverCount++;
-                unsignaledRun = 0;
-            } else {
-                unsignaledRun++;
+            sendCount -= n - posted;
+            COVER_TAIL.setRelease(this, tailBefore);
+            unsignaledRun = runBefore;
+            for (int i = 0; i < posted; i++) {
+                if (batch.signalFlag(i)) {
+                    pushCover(unsignaledRun + 1);
+                    unsignaledRun = 0;
+                } else {
+                    unsignaledRun++;
+                }
             }
         }
         batch.clear();
@@ -867,10 +917,11 @@ public final class QueuePair extends QueueEndpoint {
                         + Long.toHexString(remoteAddress));
             }
         }
-        if (sendOutstanding >= config.maxSendWr()) {
+        int outstanding = sendOutstanding();
+        if (outstanding >= config.maxSendWr()) {
             return SEND_QUEUE_FULL;
         }
-        boolean signal = signaled || unsignaledRun + 1 >= config.signalEvery() || sendOutstanding + 1 >= config.maxSendWr();
+        boolean signal = signaled || unsignaledRun + 1 >= config.signalEvery() || outstanding + 1 >= config.maxSendWr();
         int flags = signal ? verbs_h.IBV_SEND_SIGNALED : 0;
         long dataAddress = local.address() + localOffset;
         MemorySegment s = scratch;
@@ -901,6 +952,10 @@ public final class QueuePair extends QueueEndpoint {
         s.set(LONG, SEND_SGE + ibv_sge.addr$OFFSET, dataAddress);
         s.set(INT, SEND_SGE + ibv_sge.length$OFFSET, length);
         s.set(INT, SEND_SGE + ibv_sge.lkey$OFFSET, local.lkey());
+        if (signal) {
+            pushCover(unsignaledRun + 1);
+        }
+        sendCount++;
         int rc;
         try {
             rc = (int) POST.invokeExact(postSendFn, qpAddress, scratchAddress + SEND_WR, scratchAddress + BAD_WR);
@@ -908,26 +963,23 @@ public final class QueuePair extends QueueEndpoint {
             throw CompletionQueue.rethrow(t);
         }
         if (rc != 0) {
+            sendCount--;
+            if (signal) {
+                popCoverBack();
+            }
             if (rc == io.jverbs.ibverbs.Errno.ENOMEM) {
                 return SEND_QUEUE_FULL; // the provider's queue is fuller than ours says (device rounding)
             }
             throw VerbsException.of("ibv_post_send", rc);
         }
-        sendOutstanding++;
-        if (signal) {
-            coverRing[(coverHead + coverCount) % coverRing.length] = unsignaledRun + 1;
-            coverCount++;
-            unsignaledRun = 0;
-        } else {
-            unsignaledRun++;
-        }
+        unsignaledRun = signal ? 0 : unsignaledRun + 1;
         return OK;
     }
 
     private synchronized int postReceive(long wrId, RegisteredBuffer local, long localOffset, int length) {
         checkPostable("receive");
         local.checkRange(localOffset, length, "receive");
-        if (recvOutstanding >= config.maxRecvWr()) {
+        if (recvCount - (long) RECV_DONE.getAcquire(this) >= config.maxRecvWr()) {
             return RECEIVE_QUEUE_FULL;
         }
         MemorySegment s = scratch;
@@ -950,7 +1002,7 @@ public final class QueuePair extends QueueEndpoint {
             }
             throw VerbsException.of("ibv_post_recv", rc);
         }
-        recvOutstanding++;
+        recvCount++;
         return OK;
     }
 
@@ -965,18 +1017,23 @@ public final class QueuePair extends QueueEndpoint {
     boolean onCompletion(Completion c, CompletionQueue from) {
         long wrId = c.wrId();
         int status = c.status();
+        if (status == WcStatus.SUCCESS) {
+            // The polling thread's side of the accounting: no lock (see the fields).
+            if (c.isReceive()) {
+                RECV_DONE.setRelease(this, recvDone + 1);
+            } else if (coverHead != (long) COVER_TAIL.getAcquire(this)) {
+                int cover = coverRing[(int) (coverHead % coverRing.length)];
+                coverHead++;
+                SEND_DONE.setRelease(this, sendDone + cover);
+            }
+            if ((wrId & FUTURE_TAG) == 0) {
+                return true;
+            }
+        }
         CompletableFuture<?> future = null;
         String what = null;
         synchronized (this) {
-            if (status == WcStatus.SUCCESS) {
-                if (c.isReceive()) {
-                    recvOutstanding--;
-                } else if (coverCount > 0) {
-                    sendOutstanding -= coverRing[coverHead];
-                    coverHead = (coverHead + 1) % coverRing.length;
-                    coverCount--;
-                }
-            } else if (state != State.ERROR && !isClosed()) {
+            if (status != WcStatus.SUCCESS && state != State.ERROR && !isClosed()) {
                 state = State.ERROR;
                 errorText = WcStatus.name(status) + " (vendor error 0x" + Integer.toHexString(c.vendorError())
                         + ") on work request " + ((wrId & FUTURE_TAG) != 0 ? "of a future" : Long.toString(wrId));

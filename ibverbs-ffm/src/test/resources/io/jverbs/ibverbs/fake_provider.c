@@ -517,3 +517,33 @@ uint64_t fake_bench_c_poll_cq(struct fake_world *w, struct ibv_wc *wc, long iter
 	}
 	return sum;
 }
+
+/*
+ * The C side of the high-level benchmark: fill a 64-byte signaled RDMA Write work request (as
+ * an application does per operation), post it and poll its completion.
+ */
+uint64_t fake_bench_c_write_loop(struct fake_world *w, struct ibv_send_wr *wr, struct ibv_sge *sge, struct ibv_wc *wc,
+				 long iterations, void *buf, uint32_t lkey, uint64_t remote_addr, uint32_t rkey)
+{
+	struct ibv_send_wr *bad;
+	uint64_t sum = 0;
+	for (long i = 0; i < iterations; i++) {
+		sge->addr = (uintptr_t)buf;
+		sge->length = 64;
+		sge->lkey = lkey;
+		wr->wr_id = (uint64_t)i;
+		wr->next = NULL;
+		wr->sg_list = sge;
+		wr->num_sge = 1;
+		wr->opcode = IBV_WR_RDMA_WRITE;
+		wr->send_flags = IBV_SEND_SIGNALED;
+		wr->wr.rdma.remote_addr = remote_addr;
+		wr->wr.rdma.rkey = rkey;
+		if (ibv_post_send(&w->qp, wr, &bad))
+			return (uint64_t)-1;
+		if (ibv_poll_cq(&w->cq, 1, wc) != 1)
+			return (uint64_t)-1;
+		sum += wc->wr_id;
+	}
+	return sum;
+}
