@@ -142,17 +142,10 @@ public final class DatagramQueuePair extends QueueEndpoint {
         this.scratch = arena.allocate(BAD_WR + 16, 64);
         this.scratchAddress = scratch.address();
         MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
-        this.postSendFn = op(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
-        this.postRecvFn = op(ctx, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
+        this.postSendFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
+        this.postRecvFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
     }
 
-    private static MemorySegment op(MemorySegment ctx, long slot, String verb) {
-        MemorySegment fn = ctx.get(ValueLayout.ADDRESS, ibv_context.ops$OFFSET + slot);
-        if (fn.address() == 0) {
-            throw new UnsupportedVerbException(verb, "the provider leaves this op empty");
-        }
-        return fn;
-    }
 
     /**
      * Creates a UD queue pair and brings it to RTS.
@@ -296,19 +289,12 @@ public final class DatagramQueuePair extends QueueEndpoint {
             return QueuePair.SEND_QUEUE_FULL;
         }
         MemorySegment s = scratch;
-        s.set(LONG, SEND_WR + ibv_send_wr.wr_id$OFFSET, wrId);
-        s.set(LONG, SEND_WR + ibv_send_wr.next$OFFSET, 0L);
-        s.set(LONG, SEND_WR + ibv_send_wr.sg_list$OFFSET, scratchAddress + SEND_SGE);
-        s.set(INT, SEND_WR + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
-        s.set(INT, SEND_WR + ibv_send_wr.opcode$OFFSET, verbs_h.IBV_WR_SEND);
-        s.set(INT, SEND_WR + ibv_send_wr.send_flags$OFFSET, verbs_h.IBV_SEND_SIGNALED);
+        WorkRequests.send(s, scratchAddress, SEND_WR, SEND_SGE, wrId, verbs_h.IBV_WR_SEND, verbs_h.IBV_SEND_SIGNALED, 0,
+                local.address() + localOffset, length, local.lkey());
         long ud = SEND_WR + ibv_send_wr.wr$OFFSET;
         s.set(LONG, ud + ibv_send_wr.wr.ud.ah$OFFSET, to.ah.address());
         s.set(INT, ud + ibv_send_wr.wr.ud.remote_qpn$OFFSET, to.qpn);
         s.set(INT, ud + ibv_send_wr.wr.ud.remote_qkey$OFFSET, to.qkey);
-        s.set(LONG, SEND_SGE + ibv_sge.addr$OFFSET, local.address() + localOffset);
-        s.set(INT, SEND_SGE + ibv_sge.length$OFFSET, length);
-        s.set(INT, SEND_SGE + ibv_sge.lkey$OFFSET, local.lkey());
         int rc = call(postSendFn, SEND_WR);
         if (rc != 0) {
             throw VerbsException.of("ibv_post_send", rc);
@@ -340,13 +326,8 @@ public final class DatagramQueuePair extends QueueEndpoint {
             return QueuePair.RECEIVE_QUEUE_FULL;
         }
         MemorySegment s = scratch;
-        s.set(LONG, RECV_WR + ibv_recv_wr.wr_id$OFFSET, wrId);
-        s.set(LONG, RECV_WR + ibv_recv_wr.next$OFFSET, 0L);
-        s.set(LONG, RECV_WR + ibv_recv_wr.sg_list$OFFSET, scratchAddress + RECV_SGE);
-        s.set(INT, RECV_WR + ibv_recv_wr.num_sge$OFFSET, 1);
-        s.set(LONG, RECV_SGE + ibv_sge.addr$OFFSET, local.address() + localOffset);
-        s.set(INT, RECV_SGE + ibv_sge.length$OFFSET, length);
-        s.set(INT, RECV_SGE + ibv_sge.lkey$OFFSET, local.lkey());
+        WorkRequests.receive(s, scratchAddress, RECV_WR, RECV_SGE, wrId, local.address() + localOffset, length,
+                local.lkey());
         int rc = call(postRecvFn, RECV_WR);
         if (rc != 0) {
             throw VerbsException.of("ibv_post_recv", rc);

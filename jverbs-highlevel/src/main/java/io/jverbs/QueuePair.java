@@ -171,8 +171,8 @@ public final class QueuePair extends QueueEndpoint {
         this.scratchAddress = scratch.address();
         // The provider's post_send / post_recv, resolved once per queue pair (a context's ops never change).
         MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
-        this.postSendFn = op(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
-        this.postRecvFn = op(ctx, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
+        this.postSendFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
+        this.postRecvFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
         this.coverRing = new int[config.maxSendWr()];
         int slots = config.maxSendWr() + config.maxRecvWr();
         this.pending = new CompletableFuture<?>[slots];
@@ -203,13 +203,6 @@ public final class QueuePair extends QueueEndpoint {
         return pair;
     }
 
-    private static MemorySegment op(MemorySegment ctx, long slot, String verb) {
-        MemorySegment fn = ctx.get(ValueLayout.ADDRESS, ibv_context.ops$OFFSET + slot);
-        if (fn.address() == 0) {
-            throw new UnsupportedVerbException(verb, "the provider leaves this op empty");
-        }
-        return fn;
-    }
 
     static QueuePair create(ProtectionDomain pd, QueuePairConfig config) {
         Context context = pd.context();
@@ -906,11 +899,7 @@ public final class QueuePair extends QueueEndpoint {
         long remoteAddress = 0;
         int rkey = 0;
         if (remote != null) {
-            if ((remoteOffset | length) < 0 || remoteOffset > remote.length() - length) {
-                throw new IndexOutOfBoundsException(what + ": remote range [" + remoteOffset + ", " + remoteOffset
-                        + " + " + length + ") is outside the remote buffer of " + remote.length() + " bytes");
-            }
-            remoteAddress = remote.address() + remoteOffset;
+            remoteAddress = WorkRequests.remoteAddress(remote, remoteOffset, length, what);
             rkey = remote.rkey();
             if (atomic && (remoteAddress & 7) != 0) {
                 throw new IllegalArgumentException(what + " needs an 8-byte aligned remote address, not 0x"
@@ -932,13 +921,8 @@ public final class QueuePair extends QueueEndpoint {
             dataAddress = scratchAddress + INLINE;
             flags |= verbs_h.IBV_SEND_INLINE;
         }
-        s.set(LONG, SEND_WR + ibv_send_wr.wr_id$OFFSET, wrId);
-        s.set(LONG, SEND_WR + ibv_send_wr.next$OFFSET, 0L);
-        s.set(LONG, SEND_WR + ibv_send_wr.sg_list$OFFSET, scratchAddress + SEND_SGE);
-        s.set(INT, SEND_WR + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
-        s.set(INT, SEND_WR + ibv_send_wr.opcode$OFFSET, opcode);
-        s.set(INT, SEND_WR + ibv_send_wr.send_flags$OFFSET, flags);
-        s.set(INT, SEND_WR + ibv_send_wr.imm_data$OFFSET, Integer.reverseBytes(immediate));
+        WorkRequests.send(s, scratchAddress, SEND_WR, SEND_SGE, wrId, opcode, flags, immediate, dataAddress, length,
+                local.lkey());
         long u = SEND_WR + ibv_send_wr.wr$OFFSET;
         if (atomic) {
             s.set(LONG, u + ibv_send_wr.wr.atomic.remote_addr$OFFSET, remoteAddress);
@@ -946,12 +930,8 @@ public final class QueuePair extends QueueEndpoint {
             s.set(LONG, u + ibv_send_wr.wr.atomic.swap$OFFSET, swap);
             s.set(INT, u + ibv_send_wr.wr.atomic.rkey$OFFSET, rkey);
         } else {
-            s.set(LONG, u + ibv_send_wr.wr.rdma.remote_addr$OFFSET, remoteAddress);
-            s.set(INT, u + ibv_send_wr.wr.rdma.rkey$OFFSET, rkey);
+            WorkRequests.rdma(s, SEND_WR, remoteAddress, rkey);
         }
-        s.set(LONG, SEND_SGE + ibv_sge.addr$OFFSET, dataAddress);
-        s.set(INT, SEND_SGE + ibv_sge.length$OFFSET, length);
-        s.set(INT, SEND_SGE + ibv_sge.lkey$OFFSET, local.lkey());
         if (signal) {
             pushCover(unsignaledRun + 1);
         }
@@ -983,13 +963,8 @@ public final class QueuePair extends QueueEndpoint {
             return RECEIVE_QUEUE_FULL;
         }
         MemorySegment s = scratch;
-        s.set(LONG, RECV_WR + ibv_recv_wr.wr_id$OFFSET, wrId);
-        s.set(LONG, RECV_WR + ibv_recv_wr.next$OFFSET, 0L);
-        s.set(LONG, RECV_WR + ibv_recv_wr.sg_list$OFFSET, scratchAddress + RECV_SGE);
-        s.set(INT, RECV_WR + ibv_recv_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
-        s.set(LONG, RECV_SGE + ibv_sge.addr$OFFSET, local.address() + localOffset);
-        s.set(INT, RECV_SGE + ibv_sge.length$OFFSET, length);
-        s.set(INT, RECV_SGE + ibv_sge.lkey$OFFSET, local.lkey());
+        WorkRequests.receive(s, scratchAddress, RECV_WR, RECV_SGE, wrId, local.address() + localOffset, length,
+                local.lkey());
         int rc;
         try {
             rc = (int) POST.invokeExact(postRecvFn, qpAddress, scratchAddress + RECV_WR, scratchAddress + BAD_WR);

@@ -136,11 +136,7 @@ public final class WorkBatch {
         long remoteAddress = 0;
         int rkey = 0;
         if (remote != null) {
-            if ((remoteOffset | length) < 0 || remoteOffset > remote.length() - length) {
-                throw new IndexOutOfBoundsException("batch: remote range [" + remoteOffset + ", " + remoteOffset + " + "
-                        + length + ") is outside the remote buffer of " + remote.length() + " bytes");
-            }
-            remoteAddress = remote.address() + remoteOffset;
+            remoteAddress = WorkRequests.remoteAddress(remote, remoteOffset, length, "batch");
             rkey = remote.rkey();
         }
         int i = size;
@@ -154,19 +150,8 @@ public final class WorkBatch {
             data = base + slot;
             flags = verbs_h.IBV_SEND_INLINE;
         }
-        memory.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId);
-        memory.set(LONG, wr + ibv_send_wr.next$OFFSET, 0L);
-        memory.set(LONG, wr + ibv_send_wr.sg_list$OFFSET, base + sge);
-        memory.set(INT, wr + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
-        memory.set(INT, wr + ibv_send_wr.opcode$OFFSET, opcode);
-        memory.set(INT, wr + ibv_send_wr.send_flags$OFFSET, flags);
-        memory.set(INT, wr + ibv_send_wr.imm_data$OFFSET, 0);
-        long u = wr + ibv_send_wr.wr$OFFSET;
-        memory.set(LONG, u + ibv_send_wr.wr.rdma.remote_addr$OFFSET, remoteAddress);
-        memory.set(INT, u + ibv_send_wr.wr.rdma.rkey$OFFSET, rkey);
-        memory.set(LONG, sge + ibv_sge.addr$OFFSET, data);
-        memory.set(INT, sge + ibv_sge.length$OFFSET, length);
-        memory.set(INT, sge + ibv_sge.lkey$OFFSET, local.lkey());
+        WorkRequests.send(memory, base, wr, sge, wrId, opcode, flags, 0, data, length, local.lkey());
+        WorkRequests.rdma(memory, wr, remoteAddress, rkey);
         if (i > 0) {
             memory.set(LONG, (i - 1) * WR_BYTES + ibv_send_wr.next$OFFSET, base + wr);
         }

@@ -1,0 +1,79 @@
+package io.jverbs;
+
+import io.jverbs.ibverbs.UnsupportedVerbException;
+import io.jverbs.ibverbs.raw.ibv_context;
+import io.jverbs.ibverbs.raw.ibv_recv_wr;
+import io.jverbs.ibverbs.raw.ibv_send_wr;
+import io.jverbs.ibverbs.raw.ibv_sge;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/** Filling {@code ibv_send_wr} / {@code ibv_recv_wr} and their one SGE in place, shared by the queue-pair kinds and batches. */
+final class WorkRequests {
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
+
+    private WorkRequests() {
+    }
+
+    /**
+     * Fills a send request's common part and its SGE; the caller fills the opcode's union part.
+     *
+     * @param m       the memory holding both
+     * @param wr      offset of the request in {@code m}
+     * @param sge     offset of the SGE in {@code m}
+     * @param base    the address of {@code m}
+     */
+    static void send(MemorySegment m, long base, long wr, long sge, long wrId, int opcode, int flags, int immediate,
+                     long data, int length, int lkey) {
+        m.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId);
+        m.set(LONG, wr + ibv_send_wr.next$OFFSET, 0L);
+        m.set(LONG, wr + ibv_send_wr.sg_list$OFFSET, base + sge);
+        m.set(INT, wr + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
+        m.set(INT, wr + ibv_send_wr.opcode$OFFSET, opcode);
+        m.set(INT, wr + ibv_send_wr.send_flags$OFFSET, flags);
+        m.set(INT, wr + ibv_send_wr.imm_data$OFFSET, Integer.reverseBytes(immediate));
+        sge(m, sge, data, length, lkey);
+    }
+
+    /** Fills a receive request and its SGE. */
+    static void receive(MemorySegment m, long base, long wr, long sge, long wrId, long data, int length, int lkey) {
+        m.set(LONG, wr + ibv_recv_wr.wr_id$OFFSET, wrId);
+        m.set(LONG, wr + ibv_recv_wr.next$OFFSET, 0L);
+        m.set(LONG, wr + ibv_recv_wr.sg_list$OFFSET, base + sge);
+        m.set(INT, wr + ibv_recv_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
+        sge(m, sge, data, length, lkey);
+    }
+
+    private static void sge(MemorySegment m, long sge, long data, int length, int lkey) {
+        m.set(LONG, sge + ibv_sge.addr$OFFSET, data);
+        m.set(INT, sge + ibv_sge.length$OFFSET, length);
+        m.set(INT, sge + ibv_sge.lkey$OFFSET, lkey);
+    }
+
+    /** The RDMA union part: remote address and rkey. */
+    static void rdma(MemorySegment m, long wr, long remoteAddress, int rkey) {
+        long u = wr + ibv_send_wr.wr$OFFSET;
+        m.set(LONG, u + ibv_send_wr.wr.rdma.remote_addr$OFFSET, remoteAddress);
+        m.set(INT, u + ibv_send_wr.wr.rdma.rkey$OFFSET, rkey);
+    }
+
+    /** The remote address of {@code [offset, offset + length)} in {@code remote}, or an exception naming the operation. */
+    static long remoteAddress(RemoteBuffer remote, long offset, int length, String what) {
+        if ((offset | length) < 0 || offset > remote.length() - length) {
+            throw new IndexOutOfBoundsException(what + ": remote range [" + offset + ", " + offset + " + " + length
+                    + ") is outside the remote buffer of " + remote.length() + " bytes");
+        }
+        return remote.address() + offset;
+    }
+
+    /** A provider entry point from {@code context->ops}, resolved once per queue (the ops never change). */
+    static MemorySegment providerOp(MemorySegment context, long slot, String verb) {
+        MemorySegment fn = context.get(ValueLayout.ADDRESS, ibv_context.ops$OFFSET + slot);
+        if (fn.address() == 0) {
+            throw new UnsupportedVerbException(verb, "the provider leaves this op empty");
+        }
+        return fn;
+    }
+}
