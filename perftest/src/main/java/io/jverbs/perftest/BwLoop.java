@@ -89,6 +89,8 @@ final class BwLoop implements CompletionHandler {
         tposted = withTimestamps && !timed ? new long[total] : null;
         tcompleted = withTimestamps && !timed ? new long[total] : null;
         bins = c.plot != null ? new long[120_000] : null;
+        deadline = new Deadline(c.completionNs());
+        cq.poll(this, 1); // nothing is posted yet: links the polling path before the clock starts
     }
 
     private java.util.function.Consumer<BwResult> interval;
@@ -97,6 +99,8 @@ final class BwLoop implements CompletionHandler {
     void onInterval(java.util.function.Consumer<BwResult> consumer) {
         this.interval = consumer;
     }
+
+    private final Deadline deadline;
 
     /** Posts the first receives (before the peer may send). */
     void prepostReceives() {
@@ -123,7 +127,7 @@ final class BwLoop implements CompletionHandler {
      *                           completes within the completion timeout
      */
     void run() {
-        Deadline deadline = new Deadline(c.completionNs());
+        Deadline deadline = this.deadline;
         long now = System.nanoTime();
         startNs = now;
         if (timed) {

@@ -2,8 +2,6 @@ package io.jverbs.perftest;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogWriter;
 import org.jfree.chart.ChartFactory;
@@ -19,15 +17,21 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 
 /** What a run leaves in files: the JSON report (once, at the end), the HdrHistogram log, the PNG plot. */
 final class Outputs {
-    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-    final ObjectNode root = JSON.createObjectNode();
-    final ArrayNode results = JSON.createArrayNode();
+    // Plain maps until the end: Jackson is loaded only when a JSON report is written (class loading
+    // costs seconds in an emulated guest).
+    private final Map<String, Object> root = new LinkedHashMap<>();
+    private final List<Map<String, Object>> results = new ArrayList<>();
 
     Outputs(PerftestCommand c, Session s, int mtuEnum) {
-        ObjectNode info = root.putObject("test_info");
+        Map<String, Object> info = new LinkedHashMap<>();
+        root.put("test_info", info);
         String title = c.verb == Verb.ATOMIC ? "Atomic_" + (c.cas ? "CMP_AND_SWAP" : "FETCH_AND_ADD") : c.verb.title;
         info.put("test", title + (c.kind == Kind.BW ? "_BW_Test" : "_Latency_Test"));
         info.put("implementation", "jverbs-perftest");
@@ -55,7 +59,8 @@ final class Outputs {
     }
 
     void bw(BwLoop.BwResult r) {
-        ObjectNode o = results.addObject();
+        Map<String, Object> o = new LinkedHashMap<>();
+        results.add(o);
         o.put("MsgSize", r.size());
         o.put("n_iterations", r.iters());
         o.put("BW_peak", round(r.peak(), 2));
@@ -64,7 +69,8 @@ final class Outputs {
     }
 
     void lat(LatStats st, Histogram h) {
-        ObjectNode o = results.addObject();
+        Map<String, Object> o = new LinkedHashMap<>();
+        results.add(o);
         o.put("MsgSize", st.size());
         o.put("n_iterations", st.iters());
         o.put("t_min", round(st.min(), 2));
@@ -78,7 +84,8 @@ final class Outputs {
     }
 
     void latDuration(long size, long iters, double avg, double tps, Histogram h) {
-        ObjectNode o = results.addObject();
+        Map<String, Object> o = new LinkedHashMap<>();
+        results.add(o);
         o.put("MsgSize", size);
         o.put("n_iterations", iters);
         o.put("t_avg", round(avg, 2));
@@ -86,8 +93,9 @@ final class Outputs {
         hdr(o, h);
     }
 
-    private static void hdr(ObjectNode o, Histogram h) {
-        ObjectNode p = o.putObject("hdr_percentiles_usec");
+    private static void hdr(Map<String, Object> o, Histogram h) {
+        Map<String, Object> p = new LinkedHashMap<>();
+        o.put("hdr_percentiles_usec", p);
         for (double q : new double[] {50, 90, 99, 99.9, 99.99}) {
             p.put("p" + (q == Math.rint(q) ? Long.toString((long) q) : Double.toString(q)), round(h.getValueAtPercentile(q) / 1e3, 3));
         }
@@ -100,12 +108,12 @@ final class Outputs {
     }
 
     void write(Path file) {
-        root.set("results", results.isEmpty() ? JSON.createObjectNode() : results.get(results.size() - 1));
+        root.put("results", results.isEmpty() ? Map.of() : results.get(results.size() - 1));
         if (results.size() > 1) {
-            root.set("all_results", results);
+            root.put("all_results", results);
         }
         try {
-            JSON.writeValue(file.toFile(), root);
+            new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(file.toFile(), root);
         } catch (IOException e) {
             throw new PerftestException("couldn't write the JSON report " + file + ": " + e.getMessage(), e);
         }

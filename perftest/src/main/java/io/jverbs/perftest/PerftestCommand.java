@@ -94,8 +94,8 @@ final class PerftestCommand implements Callable<Integer> {
     @Option(names = {"-u", "--qp-timeout"}, paramLabel = "<t>", description = "ACK timeout exponent: 4.096 us * 2^t (default 14)")
     int qpTimeout = 14;
 
-    @Option(names = "--handshake_timeout", paramLabel = "<sec>", description = "most seconds to wait for each handshake message (default 5)")
-    double handshakeTimeout = 5;
+    @Option(names = "--handshake_timeout", paramLabel = "<sec>", description = "most seconds to wait for each handshake message (default 4)")
+    double handshakeTimeout = 4;
     @Option(names = "--connect_timeout", paramLabel = "<sec>", description = "most seconds for the client to connect / the server to be reached (default 60)")
     double connectTimeout = 60;
     @Option(names = "--completion_timeout", paramLabel = "<sec>", description = "most seconds without progress during the run (default 10)")
