@@ -71,7 +71,7 @@ final class Oob implements AutoCloseable {
                 closeQuietly(s);
             } catch (IOException e) {
                 closeQuietly(s);
-                throw new PerftestException("Couldn't connect to " + host + ":" + port + ": " + e.getMessage(), e);
+                throw new PerftestException("Couldn't connect to " + host + ":" + port + ": " + e, e);
             }
             if (System.nanoTime() > deadline) {
                 throw new PerftestException("Couldn't connect to " + host + ":" + port + " within " + seconds(connectMs)
