@@ -1,0 +1,348 @@
+package io.jverbs.perftest;
+
+import io.jverbs.Completion;
+import io.jverbs.CompletionHandler;
+import io.jverbs.CompletionQueue;
+import io.jverbs.QueuePair;
+import io.jverbs.RegisteredBuffer;
+import io.jverbs.RemoteBuffer;
+import io.jverbs.WcStatus;
+
+/**
+ * The bandwidth loop: keeps up to {@code tx_depth} work requests in flight on every queue pair,
+ * one in {@code cq_mod} signaled, and (for send tests) keeps receives posted. Everything it
+ * touches while measuring is allocated before: the timestamp arrays, the per-queue-pair counters,
+ * and this object as the reused completion handler. Work-request ids carry the queue pair
+ * (low 16 bits) and the post's sequence number on that queue pair (the rest), so a signaled
+ * completion tells how many posts it covers.
+ */
+final class BwLoop implements CompletionHandler {
+    private final PerftestCommand c;
+    private final Session s;
+    private final CompletionQueue cq;
+    private final QueuePair[] qps;
+    private final RemoteBuffer[] remote;
+    private final RegisteredBuffer buf;
+    private final int n;
+    private final boolean sender;
+    private final boolean receiver;
+    private final int size;
+    private final long target;
+    private final long inc;
+    private final long steps;
+    private final int cqMod;
+    private final long[] posted;
+    private final long[] completedSeq;
+    private final long[] recvPosted;
+    private final long[] recvDone;
+    final long[] tposted;
+    final long[] tcompleted;
+    final long[] bins;
+    static final long BIN_NS = 10_000_000;
+    long totalPosted;
+    long totalCompleted;
+    long totalRecv;
+    long firstRecvNs;
+    long lastRecvNs;
+    long lastCompletionNs;
+    long startNs;
+    // duration mode
+    private final boolean timed;
+    long windowStart;
+    long windowEnd;
+    long windowCount;
+    private long endNs;
+    // the first failed completion
+    int errStatus = -1;
+    int errVendor;
+    long errWrId;
+    int errQpn;
+    boolean errReceive;
+
+    BwLoop(PerftestCommand c, Session s, int size, boolean sender, boolean receiver, boolean withTimestamps) {
+        this.c = c;
+        this.s = s;
+        this.cq = s.cq;
+        this.qps = s.qps;
+        this.remote = s.remote;
+        this.buf = s.buffer;
+        this.n = qps.length;
+        this.sender = sender;
+        this.receiver = receiver;
+        this.size = size;
+        this.timed = c.duration();
+        this.target = timed ? Long.MAX_VALUE : c.itersResolved;
+        int cycle = (int) Math.min(Integer.MAX_VALUE, s.slot);
+        if (size <= cycle / 2) {
+            inc = Math.max(64, Session.align64(size));
+            steps = Math.max(1, cycle / inc);
+        } else {
+            inc = 0;
+            steps = 1;
+        }
+        this.cqMod = c.cqModResolved;
+        posted = new long[n];
+        completedSeq = new long[n];
+        recvPosted = new long[n];
+        recvDone = new long[n];
+        int total = timed ? 0 : (int) Math.min(Integer.MAX_VALUE - 8, (long) c.itersResolved * n);
+        tposted = withTimestamps && !timed ? new long[total] : null;
+        tcompleted = withTimestamps && !timed ? new long[total] : null;
+        bins = c.plot != null ? new long[120_000] : null;
+        deadline = new Deadline(c.completionNs());
+        cq.poll(this, 1); // nothing is posted yet: links the polling path before the clock starts
+    }
+
+    private java.util.function.Consumer<BwResult> interval;
+
+    /** --run_infinitely: called with each interval's result (every -D seconds); the run never ends. */
+    void onInterval(java.util.function.Consumer<BwResult> consumer) {
+        this.interval = consumer;
+    }
+
+    private final Deadline deadline;
+
+    /** Posts the first receives (before the peer may send). */
+    void prepostReceives() {
+        for (int q = 0; q < n; q++) {
+            repost(q);
+        }
+    }
+
+    private void repost(int q) {
+        QueuePair qp = qps[q];
+        long off = s.targetOffset(q);
+        while (recvPosted[q] < target && recvPosted[q] - recvDone[q] < c.rx) {
+            if (qp.receive(q, buf, off, size) != QueuePair.OK) {
+                break;
+            }
+            recvPosted[q]++;
+        }
+    }
+
+    /**
+     * Runs until every post completed (and every expected receive arrived), or the duration ends.
+     *
+     * @throws PerftestException on a failed completion (its status named) or when nothing
+     *                           completes within the completion timeout
+     */
+    void run() {
+        Deadline deadline = this.deadline;
+        long now = System.nanoTime();
+        startNs = now;
+        if (timed) {
+            windowStart = now + c.marginSec * 1_000_000_000L;
+            windowEnd = now + (c.durationSec - c.marginSec) * 1_000_000_000L;
+            endNs = now + c.durationSec * 1_000_000_000L;
+        }
+        deadline.progress(now);
+        long goal = target == Long.MAX_VALUE ? Long.MAX_VALUE : target * n;
+        while (true) {
+            if (sender) {
+                postSends();
+            }
+            int got = cq.poll(this, 16);
+            if (errStatus >= 0) {
+                throw failure(goal);
+            }
+            if (receiver && got > 0) {
+                for (int q = 0; q < n; q++) {
+                    repost(q);
+                }
+            }
+            now = System.nanoTime();
+            if (got > 0) {
+                deadline.progress(now);
+            }
+            if (timed) {
+                if (now >= endNs) {
+                    if (interval == null) {
+                        return;
+                    }
+                    // --run_infinitely: report this interval, start the next
+                    double secs = (now - windowStart) / 1e9;
+                    double factor = c.reportGbits ? 125_000_000.0 : 1 << 20;
+                    interval.accept(new BwResult(size, windowCount, 0, windowCount * (double) size / secs / factor,
+                            windowCount / secs / 1e6));
+                    windowCount = 0;
+                    windowStart = now;
+                    windowEnd = Long.MAX_VALUE;
+                    endNs = now + c.durationSec * 1_000_000_000L;
+                }
+            } else if ((!sender || totalCompleted >= goal) && (!receiver || totalRecv >= goal)) {
+                return;
+            }
+            if (got == 0) {
+                if (deadline.expired(now)) {
+                    throw new PerftestException("no completion for " + Oob.seconds(deadline.limitNs() / 1_000_000)
+                            + " (--completion_timeout): " + (sender ? totalCompleted + " of " + goal + " sends completed" : "")
+                            + (sender && receiver ? ", " : "") + (receiver ? totalRecv + " of " + goal + " messages received" : "")
+                            + "; is the peer still there?");
+                }
+                if (c.events) {
+                    cq.armEvents();
+                    if (cq.poll(this, 16) == 0) {
+                        cq.waitForEvent(100);
+                    }
+                }
+            }
+        }
+    }
+
+    private void postSends() {
+        for (int q = 0; q < n; q++) {
+            QueuePair qp = qps[q];
+            long src = s.sourceOffset(q);
+            while (posted[q] < target) {
+                long seq = posted[q] + 1;
+                long off = inc == 0 ? 0 : ((seq - 1) % steps) * inc;
+                boolean signaled = seq % cqMod == 0 || seq == target;
+                long wrId = (seq << 16) | q;
+                long t = System.nanoTime();
+                if (timed && t >= endNs) {
+                    return;
+                }
+                int rc = switch (c.verb) {
+                    case WRITE -> qp.write(wrId, buf, src + off, size, remote[q], off, signaled);
+                    case READ -> qp.read(wrId, buf, src + off, size, remote[q], off, signaled);
+                    case SEND -> qp.send(wrId, buf, src + off, size, signaled);
+                    case ATOMIC -> c.cas ? qp.compareAndSwap(wrId, buf, src + off, remote[q], off, 0, 0, signaled)
+                                         : qp.fetchAndAdd(wrId, buf, src + off, remote[q], off, 1, signaled);
+                };
+                if (rc != QueuePair.OK) {
+                    break;
+                }
+                if (tposted != null && totalPosted < tposted.length) {
+                    tposted[(int) totalPosted] = t;
+                }
+                posted[q] = seq;
+                totalPosted++;
+            }
+        }
+    }
+
+    @Override
+    public void onCompletion(Completion wc) {
+        if (!wc.isSuccess()) {
+            if (errStatus < 0) {
+                errStatus = wc.status();
+                errVendor = wc.vendorError();
+                errWrId = wc.wrId();
+                errQpn = wc.qpNumber();
+            }
+            return;
+        }
+        long now = System.nanoTime();
+        long id = wc.wrId();
+        int q = (int) (id & 0xffff);
+        long covered;
+        if (wc.isReceive()) {
+            recvDone[q]++;
+            if (totalRecv == 0) {
+                firstRecvNs = now;
+            }
+            totalRecv++;
+            lastRecvNs = now;
+            covered = 1;
+            if (!sender) {
+                count(now, covered);
+            }
+        } else {
+            long seq = id >>> 16;
+            covered = seq - completedSeq[q];
+            completedSeq[q] = seq;
+            totalCompleted += covered;
+            lastCompletionNs = now;
+            if (tcompleted != null && totalCompleted - 1 < tcompleted.length) {
+                tcompleted[(int) (totalCompleted - 1)] = now;
+            }
+            count(now, covered);
+        }
+    }
+
+    private void count(long now, long covered) {
+        if (timed && now >= windowStart && now < windowEnd) {
+            windowCount += covered;
+        }
+        if (bins != null) {
+            long b = (now - startNs) / BIN_NS;
+            if (b >= 0 && b < bins.length) {
+                bins[(int) b] += covered;
+            }
+        }
+    }
+
+    private PerftestException failure(long goal) {
+        return new PerftestException("Completion with error: " + WcStatus.name(errStatus) + " (status " + errStatus
+                + ", vendor error 0x" + Integer.toHexString(errVendor) + ") on QP 0x" + Integer.toHexString(errQpn)
+                + ", work request " + (errWrId >>> 16) + "; " + totalCompleted + " of " + goal + " completed");
+    }
+
+    /**
+     * The C report of a sender: peak (from the timestamp arrays unless -N), average and message
+     * rate; or of a receiver (first to last receive, no peak).
+     */
+    BwResult result(boolean asReceiver) {
+        double factor = c.reportGbits ? 125_000_000.0 : 1 << 20;
+        if (timed) {
+            double secs = (windowEnd - windowStart) / 1e9;
+            return new BwResult(size, windowCount, 0, windowCount * (double) size / secs / factor, windowCount / secs / 1e6);
+        }
+        long msgs = (long) c.itersResolved * n;
+        long span;
+        if (asReceiver) {
+            span = Math.max(1, lastRecvNs - firstRecvNs);
+            return new BwResult(size, c.itersResolved, 0, msgs * (double) size / (span / 1e9) / factor, msgs / (span / 1e9) / 1e6);
+        }
+        span = Math.max(1, lastCompletionNs - (tposted != null ? tposted[0] : startNs));
+        double peak = 0;
+        if (!c.noPeak && tposted != null) {
+            int total = (int) msgs;
+            long best = tcompleted[0] - tposted[0];
+            for (int i = 0; i < total; i++) {
+                for (int j = roundUp(i + 1, cqMod) - 1; j < total; j += cqMod) {
+                    long t = (tcompleted[j] - tposted[i]) / (j - i + 1);
+                    if (t < best) {
+                        best = t;
+                    }
+                }
+                if (total % cqMod != 0) {
+                    int j = total - 1;
+                    long t = (tcompleted[j] - tposted[i]) / (j - i + 1);
+                    if (t < best) {
+                        best = t;
+                    }
+                }
+            }
+            peak = best > 0 ? size / (best / 1e9) / factor : 0;
+        }
+        return new BwResult(size, c.itersResolved, peak, msgs * (double) size / (span / 1e9) / factor, msgs / (span / 1e9) / 1e6);
+    }
+
+    private static int roundUp(int v, int m) {
+        return (v + m - 1) / m * m;
+    }
+
+    /** Bandwidth per 10 ms bin, in MB/s, up to the last non-empty bin. */
+    double[] binRates() {
+        if (bins == null) {
+            return new double[0];
+        }
+        int last = bins.length - 1;
+        while (last >= 0 && bins[last] == 0) {
+            last--;
+        }
+        double[] r = new double[last + 1];
+        for (int i = 0; i <= last; i++) {
+            r[i] = bins[i] * (double) size / (BIN_NS / 1e9) / (1 << 20);
+        }
+        return r;
+    }
+
+    /** One row of the C report. */
+    record BwResult(long size, long iters, double peak, double avg, double msgRate) {
+        BwResult plus(BwResult o) {
+            return new BwResult(size, iters, peak + o.peak, avg + o.avg, msgRate + o.msgRate);
+        }
+    }
+}

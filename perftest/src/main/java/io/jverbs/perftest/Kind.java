@@ -1,0 +1,7 @@
+package io.jverbs.perftest;
+
+/** Bandwidth or latency. */
+enum Kind {
+    BW,
+    LAT
+}

@@ -1,0 +1,284 @@
+package io.jverbs.perftest;
+
+import io.jverbs.Completion;
+import io.jverbs.CompletionHandler;
+import io.jverbs.CompletionQueue;
+import io.jverbs.QueuePair;
+import io.jverbs.RegisteredBuffer;
+import io.jverbs.RemoteBuffer;
+import io.jverbs.WcStatus;
+import org.HdrHistogram.Histogram;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The latency loops, as C perftest runs them: write ping-pong on the last byte of the message,
+ * send ping-pong on receive completions, and one outstanding read or atomic at a time. The
+ * timestamp of every post goes into a preallocated array (iteration mode) and each
+ * post-to-post gap, divided as C divides it, into a preallocated HdrHistogram; this object is the
+ * reused completion handler, so the loop allocates nothing.
+ */
+final class LatLoop implements CompletionHandler {
+    private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
+    /** The longest gap the histogram tracks: one hour in ns (larger gaps are clamped). */
+    static final long HIST_MAX_NS = 3_600_000_000_000L;
+    private final PerftestCommand c;
+    private final Session s;
+    private final CompletionQueue cq;
+    private final QueuePair qp;
+    private final RegisteredBuffer buf;
+    private final MemorySegment mem;
+    private final RemoteBuffer remote;
+    private final int size;
+    private final boolean server;
+    private final boolean timed;
+    private final int iters;
+    private final Deadline deadline;
+    final long[] tposted;
+    final Histogram histogram;
+    long sendDone;
+    long recvDone;
+    long recvPosted;
+    long windowStart;
+    long windowEnd;
+    long windowCount;
+    long endNs;
+    int errStatus = -1;
+    int errVendor;
+    int errQpn;
+
+    LatLoop(PerftestCommand c, Session s, int size, Histogram histogram) {
+        this.c = c;
+        this.s = s;
+        this.cq = s.cq;
+        this.qp = s.qps[0];
+        this.buf = s.buffer;
+        this.mem = s.memory;
+        this.remote = s.remote[0];
+        this.size = size;
+        this.server = c.isServer();
+        this.timed = c.duration();
+        this.iters = c.itersResolved;
+        this.deadline = new Deadline(c.completionNs());
+        this.tposted = timed ? null : new long[iters];
+        this.histogram = histogram;
+    }
+
+    /** Send latency: both sides post their first receives before the last sync. */
+    void prepostReceives() {
+        long goal = timed ? Long.MAX_VALUE : iters;
+        while (recvPosted < Math.min(goal, c.rx)) {
+            if (qp.receive(0, buf, s.targetOffset(0), size) != QueuePair.OK) {
+                break;
+            }
+            recvPosted++;
+        }
+    }
+
+    private void startClock() {
+        long now = System.nanoTime();
+        deadline.progress(now);
+        if (timed) {
+            windowStart = now + c.marginSec * 1_000_000_000L;
+            windowEnd = now + (c.durationSec - c.marginSec) * 1_000_000_000L;
+            endNs = now + c.durationSec * 1_000_000_000L;
+        }
+    }
+
+    private boolean ended(long now) {
+        return timed && now >= endNs;
+    }
+
+    private long lastPost;
+
+    /** Stamps post {@code k} (0-based) and records the gap to the previous post. */
+    private void stamp(long k, long now) {
+        if (tposted != null) {
+            tposted[(int) k] = now;
+        }
+        if (k > 0) {
+            long gap = (now - lastPost) / c.verb.rttFactor();
+            histogram.recordValue(Math.min(Math.max(gap, 0), HIST_MAX_NS));
+            if (timed && now >= windowStart && now < windowEnd) {
+                windowCount++;
+            }
+        }
+        lastPost = now;
+    }
+
+    /** RDMA Write ping-pong: each side waits for the peer's k-th write (its last byte = k), then writes k. */
+    void runWrite() {
+        startClock();
+        long pollOff = s.targetOffset(0) + size - 1;
+        long postOff = s.sourceOffset(0) + size - 1;
+        long goal = timed ? Long.MAX_VALUE : iters;
+        long scnt = 0;
+        long rcnt = 0;
+        while (scnt < goal || rcnt < goal) {
+            if (rcnt < goal && !(scnt < 1 && server)) {
+                rcnt++;
+                if (!awaitByte(pollOff, (byte) rcnt)) {
+                    break;
+                }
+            }
+            if (scnt < goal) {
+                long now = System.nanoTime();
+                if (ended(now)) {
+                    break;
+                }
+                stamp(scnt, now);
+                scnt++;
+                mem.set(ValueLayout.JAVA_BYTE, postOff, (byte) scnt);
+                post(qp.write(scnt, buf, s.sourceOffset(0), size, remote, 0, true));
+                if (!awaitSends(scnt)) {
+                    break;
+                }
+            }
+        }
+    }
+
+    private boolean awaitByte(long off, byte value) {
+        int spins = 0;
+        while ((byte) BYTE.getAcquire(mem, off) != value) {
+            if ((++spins & 1023) == 0) {
+                long now = System.nanoTime();
+                if (ended(now)) {
+                    return false;
+                }
+                if (deadline.expired(now)) {
+                    throw new PerftestException("the peer's write " + (value & 0xff) + " (mod 256) did not arrive within "
+                            + Oob.seconds(deadline.limitNs() / 1_000_000) + " (--completion_timeout): is the peer still there?");
+                }
+            }
+        }
+        deadline.progress(System.nanoTime());
+        return true;
+    }
+
+    /** Send ping-pong: the client sends first; each side answers every receive with a send. */
+    void runSend() {
+        startClock();
+        long goal = timed ? Long.MAX_VALUE : iters;
+        long scnt = 0;
+        long rcnt = 0;
+        while (scnt < goal || rcnt < goal) {
+            if (rcnt < goal && !(scnt < 1 && !server)) {
+                rcnt++;
+                if (!awaitReceives(rcnt)) {
+                    break;
+                }
+                while (recvPosted < goal && recvPosted - recvDone < c.rx) {
+                    if (qp.receive(0, buf, s.targetOffset(0), size) != QueuePair.OK) {
+                        break;
+                    }
+                    recvPosted++;
+                }
+            }
+            if (scnt < goal) {
+                long now = System.nanoTime();
+                if (ended(now)) {
+                    break;
+                }
+                stamp(scnt, now);
+                scnt++;
+                post(qp.send(scnt, buf, s.sourceOffset(0), size, true));
+                if (!awaitSends(scnt)) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /** Read or atomic latency (client only): one operation in flight at a time. */
+    void runReadOrAtomic() {
+        startClock();
+        long goal = timed ? Long.MAX_VALUE : iters;
+        for (long k = 0; k < goal; k++) {
+            long now = System.nanoTime();
+            if (ended(now)) {
+                break;
+            }
+            stamp(k, now);
+            int rc = switch (c.verb) {
+                case READ -> qp.read(k + 1, buf, s.sourceOffset(0), size, remote, 0, true);
+                default -> c.cas ? qp.compareAndSwap(k + 1, buf, s.sourceOffset(0), remote, 0, 0, 0, true)
+                                 : qp.fetchAndAdd(k + 1, buf, s.sourceOffset(0), remote, 0, 1, true);
+            };
+            post(rc);
+            if (!awaitSends(k + 1)) {
+                break;
+            }
+        }
+    }
+
+    private static void post(int rc) {
+        if (rc != QueuePair.OK) {
+            throw new PerftestException("Couldn't post send: the send queue is full");
+        }
+    }
+
+    private boolean awaitSends(long count) {
+        while (sendDone < count) {
+            if (!pollOnce()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private boolean awaitReceives(long count) {
+        while (recvDone < count) {
+            if (!pollOnce()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private boolean pollOnce() {
+        int got = cq.poll(this, 16);
+        if (errStatus >= 0) {
+            throw new PerftestException("Completion with error: " + WcStatus.name(errStatus) + " (status " + errStatus
+                    + ", vendor error 0x" + Integer.toHexString(errVendor) + ") on QP 0x" + Integer.toHexString(errQpn)
+                    + " after " + sendDone + " sends and " + recvDone + " receives");
+        }
+        long now = System.nanoTime();
+        if (got > 0) {
+            deadline.progress(now);
+            return true;
+        }
+        if (ended(now)) {
+            return false;
+        }
+        if (deadline.expired(now)) {
+            throw new PerftestException("no completion for " + Oob.seconds(deadline.limitNs() / 1_000_000)
+                    + " (--completion_timeout) after " + sendDone + " sends and " + recvDone + " receives: is the peer still there?");
+        }
+        if (c.events) {
+            cq.armEvents();
+            if (cq.poll(this, 16) == 0) {
+                cq.waitForEvent(100);
+            }
+        }
+        return true;
+    }
+
+    @Override
+    public void onCompletion(Completion wc) {
+        if (!wc.isSuccess()) {
+            if (errStatus < 0) {
+                errStatus = wc.status();
+                errVendor = wc.vendorError();
+                errQpn = wc.qpNumber();
+            }
+            return;
+        }
+        if (wc.isReceive()) {
+            recvDone++;
+        } else {
+            sendDone++;
+        }
+    }
+}

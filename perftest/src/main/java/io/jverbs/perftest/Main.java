@@ -1,0 +1,49 @@
+package io.jverbs.perftest;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * {@code jverbs-perftest}: the C perftest's eight RDMA tools as subcommands, used like their C
+ * counterparts ({@code jverbs-perftest write_bw -d rxe0 -x 1} as {@code ib_write_bw -d rxe0 -x 1}).
+ * Exit codes: 0 success, 1 the test failed (peer, device, threshold), 2 the command line was
+ * refused.
+ */
+@Command(name = "jverbs-perftest", mixinStandardHelpOptions = true, version = "jverbs-perftest 0.1 (perftest wire version "
+        + Oob.VERSION + ")", description = "RDMA bandwidth and latency tests on jverbs, interoperable with the C perftest"
+        + " (ib_write_bw, ...).", subcommandsRepeatable = false)
+public final class Main implements Runnable {
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    /**
+     * Builds the command line with its eight subcommands.
+     *
+     * @return the picocli command line; {@code execute(args)} runs it and returns the exit code
+     */
+    public static CommandLine commandLine() {
+        CommandLine cl = new CommandLine(new Main());
+        for (Verb verb : Verb.values()) {
+            for (Kind kind : Kind.values()) {
+                PerftestCommand c = new PerftestCommand(verb, kind);
+                cl.addSubcommand(c.name(), new CommandLine(c));
+            }
+        }
+        return cl;
+    }
+
+    /**
+     * Runs the command line and exits with its code.
+     *
+     * @param args {@code write_bw -d rxe0 ...}
+     */
+    public static void main(String[] args) {
+        System.exit(commandLine().execute(args));
+    }
+
+    @Override
+    public void run() {
+        throw new CommandLine.ParameterException(spec.commandLine(), "name a test: write_bw, write_lat, read_bw, read_lat,"
+                + " send_bw, send_lat, atomic_bw, atomic_lat");
+    }
+}

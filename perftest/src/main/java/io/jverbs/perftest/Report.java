@@ -1,0 +1,194 @@
+package io.jverbs.perftest;
+
+import org.HdrHistogram.Histogram;
+
+import java.io.PrintWriter;
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.util.Locale;
+
+/** The C perftest's printed output: header box, address lines, tables; plus jverbs' HdrHistogram lines. */
+final class Report {
+    static final String LINE = "-".repeat(87);
+    private final PerftestCommand c;
+    private final PrintWriter out;
+
+    Report(PerftestCommand c) {
+        this.c = c;
+        this.out = c.out();
+    }
+
+    private void p(String format, Object... args) {
+        out.print(String.format(Locale.ROOT, format, args));
+    }
+
+    void waiting() {
+        out.println();
+        out.println("************************************");
+        out.println("* Waiting for client to connect... *");
+        out.println("************************************");
+        out.flush();
+    }
+
+    void header(Session s, int mtuEnum) {
+        out.println(LINE);
+        String title = c.verb == Verb.ATOMIC ? "Atomic " + (c.cas ? "CMP_AND_SWAP" : "FETCH_AND_ADD") : c.verb.title;
+        out.println("                    " + title + " " + (c.kind == Kind.BW ? "BW " : "Latency ") + "Test");
+        if (c.events) {
+            out.println(" Test with events.");
+        }
+        p(" Dual-port       : %s\t\tDevice         : %s\n", "OFF", s.context.name());
+        p(" Number of qps   : %d\t\tTransport type : %s\n", s.qps.length, "IB");
+        p(" Connection type : %s\t\tUsing SRQ      : %s\n", "RC", "OFF");
+        p(" PCIe relax order: %s\n", "OFF");
+        p(" ibv_wr* API     : %s\n", "OFF");
+        if (!c.isServer() || c.bidirectional) {
+            p(" TX depth        : %d\n", c.tx);
+        }
+        if (c.verb == Verb.SEND && (c.isServer() || c.bidirectional || c.kind == Kind.LAT)) {
+            p(" RX depth        : %d\n", c.rx);
+        }
+        if (c.kind == Kind.BW) {
+            p(" CQ Moderation   : %d\n", c.cqModResolved);
+        }
+        p(" Mtu             : %d[B]\n", 128 << mtuEnum);
+        p(" Link type       : %s\n", s.port.isEthernet() ? "Ethernet" : "IB");
+        if (s.gid != null) {
+            p(" GID index       : %d\n", s.gid.index());
+        }
+        if (c.verb != Verb.READ && c.verb != Verb.ATOMIC) {
+            p(" Max inline data : %d[B]\n", s.maxInline);
+        } else {
+            p(" Outstand reads  : %d\n", s.outReads);
+        }
+        p(" rdma_cm QPs\t : %s\n", "OFF");
+        p(" Data ex. method : %s\n", "Ethernet");
+        out.println(LINE);
+        out.flush();
+    }
+
+    void addresses(Session s) {
+        for (int i = 0; i < s.mine.length; i++) {
+            address("local", s.mine[i]);
+            address("remote", s.theirs[i]);
+        }
+        out.println(LINE);
+        out.flush();
+    }
+
+    private void address(String who, QpRecord r) {
+        StringBuilder b = new StringBuilder(" " + who + " address: LID " + alt(r.lid(), 4) + " QPN " + alt(r.qpn(), 6)
+                + " PSN " + alt(r.psn(), 6));
+        if (c.verb == Verb.READ) {
+            b.append(" OUT ").append(alt(r.outReads(), 4));
+        }
+        if (c.verb == Verb.WRITE || c.verb == Verb.READ) {
+            b.append(" RKey ").append(alt(r.rkey(), 8)).append(" VAddr ").append(alt(r.vaddr(), 16));
+        }
+        out.println(b);
+        if (r.gid() != null) {
+            StringBuilder g = new StringBuilder(" GID: ");
+            for (int i = 0; i < 16; i++) {
+                g.append(String.format(Locale.ROOT, "%02d", r.gid()[i] & 0xff)).append(i < 15 ? ":" : "");
+            }
+            out.println(g);
+        }
+    }
+
+    /** C's {@code %#0Nx}: "0x" and zero padding to N characters in all, but no "0x" for 0. */
+    static String alt(long value, int width) {
+        String h = Long.toHexString(value);
+        if (value == 0) {
+            return "0".repeat(width);
+        }
+        int digits = Math.max(h.length(), width - 2);
+        return "0x" + "0".repeat(digits - h.length()) + h;
+    }
+
+    void bwHead() {
+        out.println(c.reportGbits
+                ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
+                : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]");
+        out.flush();
+    }
+
+    void bwRow(BwLoop.BwResult r) {
+        if (c.reportGbits && r.avg() < 0.1) {
+            p(" %-7d    %d           %-7.6f            %-7.6f            %-7.6f\n", r.size(), r.iters(), r.peak(), r.avg(),
+                    r.msgRate());
+        } else {
+            p(" %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f\n", r.size(), r.iters(), r.peak(), r.avg(),
+                    r.msgRate());
+        }
+        out.flush();
+    }
+
+    void latHead() {
+        out.println(c.duration()
+                ? " #bytes        #iterations       t_avg[usec]    tps average"
+                : " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99"
+                  + "% percentile[usec]   99.9% percentile[usec] ");
+        out.flush();
+    }
+
+    void latRow(LatStats st) {
+        if (c.unsorted) {
+            out.println("#, usec");
+            for (int i = 0; i < st.unsorted().length; i++) {
+                out.println((i + 1) + ", " + g(st.unsorted()[i]));
+            }
+        }
+        if (c.histogram) {
+            out.println("#, usec");
+            for (int i = 0; i < st.sorted().length; i++) {
+                out.println((i + 1) + ", " + g(st.sorted()[i]));
+            }
+        }
+        if (c.unsorted || c.histogram) {
+            out.println(LINE);
+            latHead();
+        }
+        p(" %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n",
+                st.size(), st.iters(), st.min(), st.max(), st.typical(), st.avg(), st.stdev(), st.p99(), st.p999());
+        out.flush();
+    }
+
+    void latDurationRow(long size, long iters, double avgUsec, double tps) {
+        p(" %-7d       %d            %-7.2f        %-7.2f\n", size, iters, avgUsec, tps);
+        out.flush();
+    }
+
+    /** jverbs' addition under the C table: HdrHistogram percentiles of the same gaps, in usec. */
+    void hdr(Histogram h) {
+        p(" HdrHistogram[usec]: p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  p99.99 %.2f  max %.2f  (%d samples)\n",
+                h.getValueAtPercentile(50) / 1e3, h.getValueAtPercentile(90) / 1e3, h.getValueAtPercentile(99) / 1e3,
+                h.getValueAtPercentile(99.9) / 1e3, h.getValueAtPercentile(99.99) / 1e3, h.getMaxValue() / 1e3,
+                h.getTotalCount());
+        out.flush();
+    }
+
+    void line() {
+        out.println(LINE);
+        out.flush();
+    }
+
+    /** C's {@code %g}: 6 significant digits, trailing zeros dropped. */
+    static String g(double v) {
+        if (v == 0) {
+            return "0";
+        }
+        BigDecimal d = new BigDecimal(v).round(new MathContext(6));
+        int exp = d.precision() - d.scale() - 1;
+        if (exp < -4 || exp >= 6) {
+            String s = String.format(Locale.ROOT, "%.5e", v);
+            String mant = s.substring(0, s.indexOf('e'));
+            if (mant.contains(".")) {
+                mant = mant.replaceAll("0+$", "").replaceAll("\\.$", "");
+            }
+            String e = s.substring(s.indexOf('e') + 1);
+            int ev = Integer.parseInt(e);
+            return mant + "e" + (ev < 0 ? "-" : "+") + String.format(Locale.ROOT, "%02d", Math.abs(ev));
+        }
+        return d.stripTrailingZeros().toPlainString();
+    }
+}

@@ -1,0 +1,220 @@
+package io.jverbs.perftest;
+
+import io.jverbs.Access;
+import io.jverbs.CompletionQueue;
+import io.jverbs.Context;
+import io.jverbs.Endpoint;
+import io.jverbs.Gid;
+import io.jverbs.ProtectionDomain;
+import io.jverbs.QueuePair;
+import io.jverbs.QueuePairConfig;
+import io.jverbs.Rdma;
+import io.jverbs.RegisteredBuffer;
+import io.jverbs.RemoteBuffer;
+import io.jverbs.ibverbs.VerbsException;
+
+import java.lang.foreign.MemorySegment;
+import java.util.HexFormat;
+import java.util.NoSuchElementException;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * The RDMA side of one run, laid out as C perftest lays it out: one registered buffer of
+ * {@code 2 × qps} slots of {@code BUFF = max(size, cycle_buffer)} bytes (rounded up to 64); slot
+ * {@code i} is queue pair {@code i}'s source, slot {@code qps + i} is what the peer of queue pair
+ * {@code i} writes into, reads from or runs atomics on (the vaddr it is told). One completion
+ * queue serves every queue pair, both directions.
+ */
+final class Session implements AutoCloseable {
+    final Context context;
+    final Context.PortAttributes port;
+    final boolean useGid;
+    final Gid gid;
+    final ProtectionDomain pd;
+    final CompletionQueue cq;
+    final QueuePair[] qps;
+    private final PerftestCommand c;
+    RegisteredBuffer buffer;
+    MemorySegment memory;
+    long slot;
+    final int outReads;
+    final int maxInline;
+    QpRecord[] mine;
+    QpRecord[] theirs;
+    RemoteBuffer[] remote;
+
+    Session(PerftestCommand c) {
+        this.c = c;
+        String name = c.device;
+        if (name == null) {
+            Rdma.DeviceList list = Rdma.devices();
+            if (!list.any()) {
+                throw new PerftestException("No IB devices found: " + list.reason());
+            }
+            name = list.devices().get(0).name();
+        }
+        try {
+            context = Rdma.open(name);
+        } catch (NoSuchElementException e) {
+            throw new PerftestException("IB device " + name + " not found: " + e.getMessage(), e);
+        } catch (VerbsException | UnsupportedOperationException e) {
+            throw new PerftestException("Couldn't open " + name + ": " + e.getMessage(), e);
+        }
+        try {
+            port = context.port(c.ibPort);
+            if (!port.isActive()) {
+                throw new PerftestException("port " + c.ibPort + " of " + name + " is not ACTIVE");
+            }
+            useGid = port.isEthernet() || c.gidIndex != null;
+            if (useGid) {
+                gid = c.gidIndex != null ? context.gid(c.ibPort, c.gidIndex) : context.chooseGid(c.ibPort);
+                if (gid.isEmpty()) {
+                    throw new PerftestException("GID index " + gid.index() + " of " + name + " port " + c.ibPort
+                            + " is empty: choose another -x (ibv_devinfo -v lists the table)");
+                }
+            } else {
+                gid = null;
+            }
+            int deviceRdAtom = context.deviceAttributes().maxQpRdAtomic();
+            outReads = c.verb == Verb.READ || c.verb == Verb.ATOMIC
+                    ? Math.max(1, Math.min(255, c.outs != null ? Math.min(c.outs, deviceRdAtom) : deviceRdAtom)) : 1;
+            pd = context.allocateProtectionDomain();
+            int perQp = c.tx + (c.verb == Verb.SEND ? c.rx : 0);
+            cq = c.events ? context.createCompletionQueueWithEvents(perQp * c.qps) : context.createCompletionQueue(perQp * c.qps);
+            qps = new QueuePair[c.qps];
+            for (int i = 0; i < c.qps; i++) {
+                QueuePairConfig config = new QueuePairConfig(cq, cq, c.tx, c.verb == Verb.SEND ? c.rx : 1, c.inline,
+                        c.ibPort, gid != null ? gid.index() : -1, c.cqModResolved, c.qpTimeout, 7, 7, outReads);
+                qps[i] = pd.createQueuePair(config);
+            }
+            maxInline = qps[0].maxInlineData();
+        } catch (RuntimeException e) {
+            context.close();
+            if (e instanceof VerbsException v) {
+                throw new PerftestException(v.getMessage(), v);
+            }
+            throw e;
+        }
+    }
+
+    /** Allocates and registers the buffer once the cycle buffer is agreed (the larger page size of the two sides). */
+    void allocate(int cycleBuffer) {
+        try {
+            slot = align64(Math.max(c.size, cycleBuffer));
+            Access access = switch (c.verb) {
+                case WRITE -> Access.REMOTE_WRITE;
+                case READ -> Access.REMOTE_READ;
+                case ATOMIC -> Access.REMOTE_ATOMIC;
+                case SEND -> Access.REMOTE_WRITE;
+            };
+            buffer = pd.allocate(2 * c.qps * slot, access);
+            memory = buffer.segment();
+            if (c.kind == Kind.BW || c.verb != Verb.WRITE) {
+                // C fills its buffers with random bytes (write_lat's stay zeroed: their last byte is the signal)
+                byte[] noise = new byte[(int) Math.min(memory.byteSize(), 1 << 20)];
+                ThreadLocalRandom.current().nextBytes(noise);
+                for (long off = 0; off < memory.byteSize(); off += noise.length) {
+                    MemorySegment.copy(noise, 0, memory, java.lang.foreign.ValueLayout.JAVA_BYTE, off,
+                                (int) Math.min(noise.length, memory.byteSize() - off));
+                }
+            }
+        } catch (VerbsException e) {
+            throw new PerftestException(e.getMessage(), e);
+        }
+    }
+
+    static long align64(long n) {
+        return (n + 63) & ~63L;
+    }
+
+    /** This side's records: real queue pair data, one per queue pair (C never sends dummies). */
+    QpRecord[] records() {
+        QpRecord[] r = new QpRecord[qps.length];
+        for (int i = 0; i < qps.length; i++) {
+            Endpoint e = qps[i].localEndpoint();
+            r[i] = new QpRecord(useGid ? 0 : e.lid(), outReads, e.qpn(), e.psn(), buffer.rkey(),
+                    buffer.address() + targetOffset(i), useGid ? gid.bytes() : null, 0);
+        }
+        mine = r;
+        return r;
+    }
+
+    /** Offset of queue pair {@code i}'s source slot. */
+    long sourceOffset(int i) {
+        return i * slot;
+    }
+
+    /** Offset of the slot the peer of queue pair {@code i} targets. */
+    long targetOffset(int i) {
+        return (qps.length + i) * slot;
+    }
+
+    /**
+     * Checks the peer's first records against this side (GID form and type) and remembers them.
+     *
+     * @throws PerftestException naming a GID type or index mismatch
+     */
+    void accept(QpRecord[] peer, int size, int cycleBuffer) {
+        for (QpRecord r : peer) {
+            if (useGid && r.ipv4Mapped() != gid.isIpv4Mapped()) {
+                throw new PerftestException("Found Incompatibility issue with GID types: this side uses GID index "
+                        + gid.index() + " (" + describe(gid.bytes()) + ", " + (gid.type().isEmpty() ? "type unknown" : gid.type())
+                        + ") but the peer's GID is " + describe(r.gid()) + ": give both sides -x with the same kind of GID"
+                        + " (IPv4-mapped RoCE v2, index 1 on rxe)");
+            }
+            if (useGid && isZero(r.gid())) {
+                throw new PerftestException("the peer sent an empty GID: its -x index points at an unused GID table entry");
+            }
+        }
+        theirs = peer;
+        remote = new RemoteBuffer[peer.length];
+        for (int i = 0; i < peer.length; i++) {
+            remote[i] = new RemoteBuffer(peer[i].vaddr(), Math.max(size, cycleBuffer), peer[i].rkey());
+        }
+    }
+
+    static String describe(byte[] gid) {
+        boolean mapped = true;
+        for (int i = 0; i < 10; i++) {
+            mapped &= gid[i] == 0;
+        }
+        mapped &= gid[10] == (byte) 0xff && gid[11] == (byte) 0xff;
+        if (mapped) {
+            return "::ffff:" + (gid[12] & 0xff) + "." + (gid[13] & 0xff) + "." + (gid[14] & 0xff) + "." + (gid[15] & 0xff)
+                    + ", IPv4-mapped";
+        }
+        String hex = HexFormat.of().formatHex(gid);
+        StringBuilder s = new StringBuilder();
+        for (int i = 0; i < 32; i += 4) {
+            s.append(i == 0 ? "" : ":").append(hex, i, i + 4);
+        }
+        return s + ((gid[0] & 0xff) == 0xfe && (gid[1] & 0xc0) == 0x80 ? ", link-local, not IPv4-mapped" : ", not IPv4-mapped");
+    }
+
+    private static boolean isZero(byte[] b) {
+        for (byte x : b) {
+            if (x != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Connects every queue pair to its peer (INIT → RTR → RTS). */
+    void connect(int mtuEnum) {
+        for (int i = 0; i < qps.length; i++) {
+            QpRecord r = theirs[i];
+            byte[] g = r.gid() != null ? r.gid() : new byte[16];
+            try {
+                qps[i].connect(new Endpoint(r.qpn() & 0xffffff, r.psn() & 0xffffff, r.lid() & 0xffff, g, mtuEnum));
+            } catch (VerbsException e) {
+                throw new PerftestException("Failed to modify QP " + qps[i].number() + " to RTR/RTS: " + e.getMessage(), e);
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        context.close();
+    }
+}

@@ -1,0 +1,101 @@
+package io.jverbs.perftest.device;
+
+import io.jverbs.ibverbs.device.DeviceTest;
+import io.jverbs.ibverbs.device.TestDevice;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** jverbs-perftest against Debian's C perftest (ib_write_bw, ...), each side as server and as client. */
+@DeviceTest
+class CInteropTest {
+    @ParameterizedTest(name = "{0}: {1} server, {2} client")
+    @CsvSource({
+        "write_bw, C, Java", "write_bw, Java, C",
+        "write_lat, C, Java", "write_lat, Java, C",
+        "read_bw, C, Java", "read_bw, Java, C",
+        "send_bw, C, Java", "send_bw, Java, C",
+        "atomic_bw, C, Java", "atomic_bw, Java, C",
+        "read_lat, C, Java", "send_lat, C, Java", "atomic_lat, C, Java", "send_lat, Java, C",
+    })
+    void interoperates(String test, String server, String client, TestDevice device) throws Exception {
+        AssertionError last = null;
+        for (int attempt = 1; attempt <= 3; attempt++) {
+            try {
+                once(test, server.equals("C"), device);
+                return;
+            } catch (CalibrationFailed e) {
+                System.out.println("C perftest's clock calibration failed under emulation; retry " + attempt + ": " + e.getMessage());
+                last = new AssertionError(e.getMessage());
+            }
+        }
+        throw last;
+    }
+
+    private static final class CalibrationFailed extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        CalibrationFailed(String m) {
+            super(m);
+        }
+    }
+
+    private void once(String test, boolean cServer, TestDevice device) throws Exception {
+        int port = Perf.freePort();
+        List<String> args = new ArrayList<>(Perf.deviceArgs(device));
+        args.addAll(JavaToJavaTest.sizeArgs(test));
+        args.addAll(List.of("-p", Integer.toString(port)));
+        List<String> cArgs = new ArrayList<>(args);
+        cArgs.add("-F");
+        String tool = "ib_" + test;
+        List<String> javaArgs = new ArrayList<>(List.of(test));
+        javaArgs.addAll(args);
+        Perf.Result java;
+        Perf.Result c;
+        if (cServer) {
+            Perf.CTool cs = Perf.CTool.start(tool, cArgs);
+            try {
+                Perf.awaitListening(port, 60_000, null);
+                java = Perf.run(Perf.concat(javaArgs, Perf.host(device)));
+                c = cs.await();
+            } finally {
+                cs.kill();
+            }
+        } else {
+            CompletableFuture<Perf.Result> js = Perf.start(javaArgs.toArray(String[]::new));
+            Perf.awaitListening(port, 60_000, js);
+            cArgs.add(Perf.host(device));
+            Perf.CTool cc = Perf.CTool.start(tool, cArgs);
+            try {
+                c = cc.await();
+            } finally {
+                cc.kill();
+            }
+            java = Perf.await(js);
+        }
+        String both = "\n--- C (" + tool + "):\n" + c.out() + "\n--- Java:\n" + java.all();
+        if (c.exit() != 0 && Perf.clockCalibrationFailed(c.out())) {
+            throw new CalibrationFailed(tool + both);
+        }
+        System.out.println(test + (cServer ? " C server, Java client" : " Java server, C client") + both);
+        assertEquals(0, c.exit(), tool + " exits 0" + both);
+        assertEquals(0, java.exit(), "jverbs-perftest exits 0" + both);
+        boolean javaMeasures = !cServer || !(test.equals("read_lat") || test.equals("atomic_lat"));
+        if (!cServer && (test.equals("read_lat") || test.equals("atomic_lat"))) {
+            javaMeasures = false;
+        }
+        if (javaMeasures) {
+            assertTrue(JavaToJavaTest.row(test).matcher(java.out()).find(), "jverbs-perftest prints its row" + both);
+        }
+        boolean cMeasures = cServer ? !(test.equals("read_lat") || test.equals("atomic_lat")) : true;
+        if (cMeasures) {
+            assertTrue(JavaToJavaTest.row(test).matcher(c.out()).find(), tool + " prints its row" + both);
+        }
+    }
+}

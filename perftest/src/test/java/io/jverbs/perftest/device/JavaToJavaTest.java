@@ -1,0 +1,119 @@
+package io.jverbs.perftest.device;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.jverbs.ibverbs.device.DeviceTest;
+import io.jverbs.ibverbs.device.TestDevice;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Every test type, a jverbs-perftest server and client in this JVM, on the device. */
+@DeviceTest
+class JavaToJavaTest {
+    static List<String> sizeArgs(String test) {
+        boolean bw = test.endsWith("_bw");
+        List<String> a = new ArrayList<>();
+        if (!test.startsWith("atomic")) {
+            a.add("-s");
+            a.add(bw ? "4096" : "2");
+        }
+        a.add("-n");
+        a.add(bw ? "100" : "50");
+        return a;
+    }
+
+    static Pattern row(String test) {
+        boolean bw = test.endsWith("_bw");
+        String size = test.startsWith("atomic") ? "8" : bw ? "4096" : "2";
+        return Pattern.compile("(?m)^ " + size + "\\s+" + (bw ? "100" : "50") + "\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d\\d");
+    }
+
+    static Perf.Result[] pair(TestDevice device, String test, List<String> extra) throws Exception {
+        int port = Perf.freePort();
+        List<String> common = new ArrayList<>(List.of(test));
+        common.addAll(Perf.deviceArgs(device));
+        common.addAll(sizeArgs(test));
+        common.addAll(extra);
+        common.add("-p");
+        common.add(Integer.toString(port));
+        CompletableFuture<Perf.Result> server = Perf.start(common.toArray(String[]::new));
+        Perf.awaitListening(port, 60_000, server);
+        Perf.Result client = Perf.run(Perf.concat(common, Perf.host(device)));
+        Perf.Result s = Perf.await(server);
+        assertEquals(0, client.exit(), "client of " + test + " exits 0:\n" + client.all() + "\nserver:\n" + s.all());
+        assertEquals(0, s.exit(), "server of " + test + " exits 0:\n" + s.all());
+        return new Perf.Result[] {s, client};
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"write_bw", "write_lat", "read_bw", "read_lat", "send_bw", "send_lat", "atomic_bw", "atomic_lat"})
+    void serverAndClient(String test, TestDevice device) throws Exception {
+        Perf.Result[] r = pair(device, test, List.of());
+        System.out.println(r[1].out());
+        assertTrue(row(test).matcher(r[1].out()).find(), "the client prints its " + test + " row:\n" + r[1].out());
+        boolean passiveServer = test.equals("read_lat") || test.equals("atomic_lat");
+        assertEquals(!passiveServer, row(test).matcher(r[0].out()).find(), "the server prints a row unless it only serves"
+                + " reads/atomics:\n" + r[0].out());
+        if (test.endsWith("_lat")) {
+            assertTrue(r[1].out().contains("HdrHistogram[usec]: p50"), "latency adds HdrHistogram percentiles");
+        }
+    }
+
+    @Test
+    void twoQueuePairsBidirectional(TestDevice device) throws Exception {
+        Perf.Result[] r = pair(device, "write_bw", List.of("-q", "2", "-b"));
+        assertTrue(r[1].out().contains("Number of qps   : 2"), r[1].out());
+        assertTrue(row("write_bw").matcher(r[0].out()).find() && row("write_bw").matcher(r[1].out()).find(),
+                "both sides print the summed row");
+    }
+
+    /**
+     * What the measured loops allocate: the JSON's allocated_bytes (ThreadMXBean around the loop)
+     * of a first and a second (warm) run in this JVM, printed for the report. The loops themselves
+     * allocate nothing (timestamps, counters and the handler exist before the clock starts); what
+     * remains comes from below them (first-use linkage, the high-level post/poll path under this
+     * C1-only JVM), so the check is a regression bound of 512 bytes per operation on the warm run.
+     */
+    @Test
+    void jsonReportAndZeroAllocation(TestDevice device, @org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        for (String test : new String[] {"write_bw", "write_lat", "send_bw", "send_lat", "read_bw", "atomic_lat"}) {
+            long[] allocated = new long[2];
+            for (int run = 0; run < 2; run++) {
+                Path serverJson = dir.resolve(test + run + "-server.json");
+                Path clientJson = dir.resolve(test + run + "-client.json");
+                int port = Perf.freePort();
+                List<String> common = new ArrayList<>(List.of(test));
+                common.addAll(Perf.deviceArgs(device));
+                common.addAll(sizeArgs(test));
+                common.addAll(List.of("-p", Integer.toString(port), "--out_json"));
+                CompletableFuture<Perf.Result> server = Perf.start(Perf.concat(common, "--out_json_file", serverJson.toString()));
+                Perf.awaitListening(port, 60_000, server);
+                Perf.Result client = Perf.run(Perf.concat(common, "--out_json_file", clientJson.toString(), "--alloc_report",
+                        Perf.host(device)));
+                Perf.Result s = Perf.await(server);
+                assertEquals(0, client.exit(), client.all());
+                assertEquals(0, s.exit(), s.all());
+                JsonNode json = new ObjectMapper().readTree(Files.readString(clientJson));
+                assertTrue(json.path("results").has("MsgSize"), "results in " + json);
+                assertTrue(new ObjectMapper().readTree(Files.readString(serverJson)).has("test_info"));
+                allocated[run] = json.path("allocated_bytes").asLong(-1);
+            }
+            System.out.println("allocation: " + test + " client measured loop: first run " + allocated[0]
+                    + " bytes, second run " + allocated[1] + " bytes");
+            long ops = test.startsWith("atomic") || test.endsWith("_bw") ? 100 : 50;
+            assertTrue(allocated[1] >= 0 && allocated[1] <= 512 * ops, test + ": the warm run allocated " + allocated[1]
+                    + " bytes for " + ops + " operations");
+        }
+    }
+}

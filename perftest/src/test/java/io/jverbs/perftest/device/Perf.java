@@ -1,0 +1,147 @@
+package io.jverbs.perftest.device;
+
+import io.jverbs.ibverbs.device.TestDevice;
+import io.jverbs.perftest.Main;
+import picocli.CommandLine;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/** Runs jverbs-perftest in this JVM (one thread per side) and the C tools as child processes. */
+final class Perf {
+    static final long TIMEOUT_S = 120;
+
+    record Result(int exit, String out, String err, long millis) {
+        String all() {
+            return out + err;
+        }
+    }
+
+    private Perf() {
+    }
+
+    static Result run(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CommandLine cl = Main.commandLine();
+        cl.setOut(new PrintWriter(out, true));
+        cl.setErr(new PrintWriter(err, true));
+        long t0 = System.nanoTime();
+        int exit = cl.execute(args);
+        return new Result(exit, out.toString(), err.toString(), (System.nanoTime() - t0) / 1_000_000);
+    }
+
+    static CompletableFuture<Result> start(String... args) {
+        CompletableFuture<Result> f = new CompletableFuture<>();
+        Thread.ofPlatform().name("perftest-" + args[0]).daemon(true).start(() -> {
+            try {
+                f.complete(run(args));
+            } catch (Throwable t) {
+                f.completeExceptionally(t);
+            }
+        });
+        return f;
+    }
+
+    static Result await(CompletableFuture<Result> f) throws Exception {
+        return f.get(TIMEOUT_S, TimeUnit.SECONDS);
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    /** The client's host: the device's address from the rig, else loopback (the handshake is plain TCP). */
+    static String host(TestDevice device) {
+        return device.ip() != null ? device.ip() : "127.0.0.1";
+    }
+
+    static List<String> deviceArgs(TestDevice device) {
+        List<String> a = new ArrayList<>(List.of("-d", device.name()));
+        if (device.gidIndexEnv() >= 0) {
+            a.add("-x");
+            a.add(Integer.toString(device.gidIndexEnv()));
+        }
+        return a;
+    }
+
+    /** Waits until something listens on TCP {@code port} (read from /proc, so no connection is spent). */
+    static void awaitListening(int port, long timeoutMs, CompletableFuture<?> server) throws Exception {
+        String hex = String.format(Locale.ROOT, ":%04X ", port);
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (System.currentTimeMillis() < deadline) {
+            for (String table : new String[] {"/proc/net/tcp", "/proc/net/tcp6"}) {
+                for (String line : Files.readAllLines(Path.of(table))) {
+                    String[] f = line.trim().split("\\s+");
+                    if (f.length > 3 && f[1].endsWith(hex.trim()) && f[3].equals("0A")) {
+                        return;
+                    }
+                }
+            }
+            if (server != null && server.isDone()) {
+                throw new AssertionError("the server ended before listening: " + server.get());
+            }
+            Thread.sleep(50);
+        }
+        throw new AssertionError("nothing listens on port " + port + " after " + timeoutMs + " ms");
+    }
+
+    /** A C perftest tool running as a child process. */
+    static final class CTool {
+        final Process process;
+        final Path log;
+        final String command;
+
+        CTool(List<String> command) throws IOException {
+            this.command = String.join(" ", command);
+            log = Files.createTempFile("perftest-c-", ".log");
+            process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        }
+
+        static CTool start(String tool, List<String> args) throws IOException {
+            List<String> cmd = new ArrayList<>();
+            cmd.add(tool);
+            cmd.addAll(args);
+            return new CTool(cmd);
+        }
+
+        Result await() throws Exception {
+            long t0 = System.nanoTime();
+            if (!process.waitFor(TIMEOUT_S, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                throw new AssertionError(command + " did not end within " + TIMEOUT_S + " s: " + output());
+            }
+            return new Result(process.exitValue(), output(), "", (System.nanoTime() - t0) / 1_000_000);
+        }
+
+        String output() throws IOException {
+            return Files.readString(log, StandardCharsets.UTF_8);
+        }
+
+        void kill() {
+            process.destroyForcibly();
+        }
+    }
+
+    static boolean clockCalibrationFailed(String output) {
+        return output.contains("Correlation coefficient") && output.contains("< 0.9") && !output.contains("#bytes");
+    }
+
+    static String[] concat(List<String> a, String... b) {
+        List<String> all = new ArrayList<>(a);
+        all.addAll(List.of(b));
+        return all.toArray(String[]::new);
+    }
+}
