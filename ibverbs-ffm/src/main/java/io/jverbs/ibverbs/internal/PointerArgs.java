@@ -66,9 +66,9 @@ public final class PointerArgs {
      * @return its address
      */
     public static long struct(MemorySegment seg, long size, String type, String verb, String arg) {
-        long address = handle(seg, verb, arg);
-        if (seg.byteSize() < size) {
-            throw structTooSmall(seg, size, type, verb, arg);
+        long address = nativeAddress(seg, verb, arg);
+        if (address == 0 | seg.byteSize() < size) { // one branch on the data path; the cause is found when it fails
+            throw address == 0 ? isNull(verb, arg) : structTooSmall(seg, size, type, verb, arg);
         }
         return address;
     }
@@ -112,6 +112,30 @@ public final class PointerArgs {
         long address = handle(seg, verb, arg);
         if (count > seg.byteSize() / elementSize) {
             throw arrayTooSmall(seg, count, elementSize, type, verb, arg, countArg);
+        }
+        return address;
+    }
+
+    /**
+     * As {@link #array(MemorySegment, long, long, String, String, String, String)} for an {@code int}
+     * count (such as {@code ibv_poll_cq}'s), which needs no division: {@code count × elementSize}
+     * cannot overflow a {@code long}.
+     *
+     * @param seg         the array
+     * @param count       the number of elements the verb touches
+     * @param elementSize the C {@code sizeof} of one element, positive and below 2<sup>31</sup>
+     * @param type        the element's C type
+     * @param verb        the C verb
+     * @param arg         the C argument name of the array
+     * @param countArg    the C argument name of the count
+     * @return its address
+     */
+    public static long array(MemorySegment seg, int count, long elementSize, String type, String verb, String arg,
+                             String countArg) {
+        long address = nativeAddress(seg, verb, arg);
+        if (count < 0 | address == 0 | count * elementSize > seg.byteSize()) {
+            throw count < 0 ? negative(count, verb, countArg) : address == 0 ? isNull(verb, arg)
+                    : arrayTooSmall(seg, count, elementSize, type, verb, arg, countArg);
         }
         return address;
     }
@@ -193,13 +217,14 @@ public final class PointerArgs {
     }
 
     private static long nativeAddress(MemorySegment seg, String verb, String arg) {
-        if (!seg.isNative()) {
-            throw heap(verb, arg);
-        }
-        if (!seg.scope().isAlive()) {
-            throw closed(verb, arg);
+        if (!seg.isNative() | !seg.scope().isAlive()) {
+            throw notUsable(seg, verb, arg);
         }
         return seg.address();
+    }
+
+    private static RuntimeException notUsable(MemorySegment seg, String verb, String arg) {
+        return !seg.isNative() ? heap(verb, arg) : closed(verb, arg);
     }
 
     private static IllegalArgumentException isNull(String verb, String arg) {
