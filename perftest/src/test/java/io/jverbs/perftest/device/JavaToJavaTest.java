@@ -78,6 +78,16 @@ class JavaToJavaTest {
                 "both sides print the summed row");
     }
 
+    /** -l 4: four writes per ibv_post_send (a WorkBatch), one completion per list, as C's post list. */
+    @Test
+    void postListWriteBw(TestDevice device) throws Exception {
+        Perf.Result[] r = pair(device, "write_bw", List.of("-l", "4"));
+        assertTrue(r[1].out().contains("Post List requested - CQ moderation will be the size of the post list"), r[1].out());
+        assertTrue(r[1].out().contains("CQ Moderation   : 4"), r[1].out());
+        assertTrue(row("write_bw").matcher(r[1].out()).find() && row("write_bw").matcher(r[0].out()).find(),
+                "both sides print the client's row:\n" + r[1].out() + "\n" + r[0].out());
+    }
+
     /**
      * What the measured loops allocate: the JSON's allocated_bytes (ThreadMXBean around the loop)
      * of a first and a second (warm) run in this JVM, printed for the report. The loops themselves
