@@ -65,6 +65,7 @@ public final class Compare {
         }
         Files.createDirectories(work);
         List<Map<String, Object>> rows = new ArrayList<>();
+        List<String> failures = new ArrayList<>();
         int caseNo = 0;
         for (String[] k : cases) {
             String test = k[0];
@@ -81,7 +82,20 @@ public final class Compare {
                     boolean isC = (side == 0) == cFirst;
                     port++;
                     String tag = test + "-" + size + "-" + r + (isC ? "-c" : "-java");
-                    Sample s = isC ? runC(test, flags, ip, port, work, tag) : runJava(test, flags, ip, port, work, tag);
+                    Sample s;
+                    try {
+                        s = isC ? runC(test, flags, ip, port, work, tag) : runJava(test, flags, ip, port, work, tag);
+                    } catch (Exception | AssertionError e) {
+                        System.out.println("  " + tag + " failed, retrying once: " + e.getMessage().lines().findFirst().orElse(""));
+                        port += 1;
+                        try {
+                            s = isC ? runC(test, flags, ip, port, work, tag) : runJava(test, flags, ip, port, work, tag);
+                        } catch (Exception | AssertionError e2) {
+                            System.out.println("  " + tag + " failed again, left out: " + e2);
+                            failures.add(tag + ": " + e2.getMessage());
+                            continue;
+                        }
+                    }
                     (isC ? c : j).add(s);
                     System.out.printf(Locale.ROOT, "  %-9s %6s B run %d %-4s %s%n", test, size, r + 1, isC ? "C" : "Java",
                             bw ? String.format(Locale.ROOT, "%.2f MB/s %.4f Mpps", s.bw(), s.msgRate())
@@ -111,8 +125,12 @@ public final class Compare {
         root.put("note", "medians; C = C perftest server+client processes, Java = jverbs-perftest server+client threads in"
                 + " one JVM (warm after the first case); ratio = Java/C");
         root.put("cases", rows);
+        root.put("failed_runs", failures);
         new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), root);
         printTable(rows);
+        if (!failures.isEmpty()) {
+            System.out.println(failures.size() + " run(s) failed and were left out: " + failures);
+        }
     }
 
     private static void put(Map<String, Object> row, String name, List<Sample> c, List<Sample> j,
@@ -284,10 +302,20 @@ public final class Compare {
         String[] lines = out.split("\n");
         for (int i = 0; i < lines.length; i++) {
             if (lines[i].trim().startsWith("#bytes") && i + 1 < lines.length) {
-                return Arrays.stream(lines[i + 1].trim().split("\\s+")).mapToDouble(Double::parseDouble).toArray();
+                return Arrays.stream(lines[i + 1].trim().split("\\s+")).mapToDouble(Compare::number).toArray();
             }
         }
         throw new IllegalStateException("no result row in:\n" + out);
+    }
+
+    /** A number of C's table; C prints {@code inf} and {@code -nan} where it divided by zero. */
+    private static double number(String t) {
+        return switch (t.toLowerCase(Locale.ROOT)) {
+            case "inf", "+inf" -> Double.POSITIVE_INFINITY;
+            case "-inf" -> Double.NEGATIVE_INFINITY;
+            case "nan", "-nan", "+nan" -> Double.NaN;
+            default -> Double.parseDouble(t);
+        };
     }
 
     /** Waits until something listens on TCP {@code port} (read from /proc, no connection spent). */
