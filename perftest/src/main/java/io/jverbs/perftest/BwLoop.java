@@ -7,6 +7,7 @@ import io.jverbs.QueuePair;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.WcStatus;
+import io.jverbs.WorkBatch;
 
 /**
  * The bandwidth loop: keeps up to {@code tx_depth} work requests in flight on every queue pair,
@@ -31,6 +32,9 @@ final class BwLoop implements CompletionHandler {
     private final long inc;
     private final long steps;
     private final int cqMod;
+    /** -l: requests per ibv_post_send (1: single posts); the reusable batches, one per queue pair. */
+    private final int postList;
+    private final WorkBatch[] batches;
     private final long[] posted;
     private final long[] completedSeq;
     private final long[] recvPosted;
@@ -81,6 +85,15 @@ final class BwLoop implements CompletionHandler {
             steps = 1;
         }
         this.cqMod = c.cqModResolved;
+        this.postList = c.postList;
+        if (postList > 1 && sender) {
+            batches = new WorkBatch[n];
+            for (int q = 0; q < n; q++) {
+                batches[q] = qps[q].newBatch(postList);
+            }
+        } else {
+            batches = null;
+        }
         posted = new long[n];
         completedSeq = new long[n];
         recvPosted = new long[n];
@@ -190,6 +203,10 @@ final class BwLoop implements CompletionHandler {
     }
 
     private void postSends() {
+        if (batches != null) {
+            postLists();
+            return;
+        }
         for (int q = 0; q < n; q++) {
             QueuePair qp = qps[q];
             long src = s.sourceOffset(q);
@@ -217,6 +234,52 @@ final class BwLoop implements CompletionHandler {
                 }
                 posted[q] = seq;
                 totalPosted++;
+            }
+        }
+    }
+
+    /**
+     * -l: posts {@code postList} requests per ibv_post_send, while a whole list fits in the send
+     * queue (C's {@code scnt - ccnt + post_list <= tx_depth}).
+     */
+    private void postLists() {
+        for (int q = 0; q < n; q++) {
+            QueuePair qp = qps[q];
+            WorkBatch batch = batches[q];
+            long src = s.sourceOffset(q);
+            while (posted[q] < target) {
+                int k = (int) Math.min(postList, target - posted[q]);
+                if (posted[q] - completedSeq[q] + k > c.tx) {
+                    break;
+                }
+                long t = System.nanoTime();
+                if (timed && t >= endNs) {
+                    return;
+                }
+                long first = posted[q] + 1;
+                for (int i = 0; i < k; i++) {
+                    long seq = first + i;
+                    long off = inc == 0 ? 0 : ((seq - 1) % steps) * inc;
+                    boolean signaled = seq % cqMod == 0 || seq == target;
+                    long wrId = (seq << 16) | q;
+                    switch (c.verb) {
+                        case WRITE -> batch.write(wrId, buf, src + off, size, remote[q], off, signaled);
+                        case READ -> batch.read(wrId, buf, src + off, size, remote[q], off, signaled);
+                        case SEND -> batch.send(wrId, buf, src + off, size, signaled);
+                        case ATOMIC -> throw new IllegalStateException("post lists of atomics are refused by the command line");
+                    }
+                }
+                if (qp.post(batch) != QueuePair.OK) {
+                    batch.clear();
+                    break;
+                }
+                if (tposted != null) {
+                    for (int i = 0; i < k && totalPosted + i < tposted.length; i++) {
+                        tposted[(int) (totalPosted + i)] = t;
+                    }
+                }
+                posted[q] = first + k - 1;
+                totalPosted += k;
             }
         }
     }

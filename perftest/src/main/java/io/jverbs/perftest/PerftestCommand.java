@@ -69,7 +69,7 @@ final class PerftestCommand implements Callable<Integer> {
     boolean cpuFreq;
     @Option(names = {"-Q", "--cq-mod"}, paramLabel = "<n>", description = "one completion every <n> work requests (default 100; 1 above 8 KiB)")
     Integer cqMod;
-    @Option(names = {"-l", "--post_list"}, paramLabel = "<n>", description = "post lists (only 1: refused otherwise)")
+    @Option(names = {"-l", "--post_list"}, paramLabel = "<n>", description = "work requests per ibv_post_send (BW tests; default 1)")
     int postList = 1;
     @Option(names = {"-e", "--events"}, description = "sleep on completion events instead of polling")
     boolean events;
@@ -125,6 +125,7 @@ final class PerftestCommand implements Callable<Integer> {
     int inline;
     int mtuEnum;
     boolean cas;
+    boolean postListNote;
 
     PerftestCommand(Verb verb, Kind kind) {
         this.verb = verb;
@@ -155,6 +156,9 @@ final class PerftestCommand implements Callable<Integer> {
     public Integer call() {
         try {
             check();
+            if (postListNote) {
+                out().println("Post List requested - CQ moderation will be the size of the post list");
+            }
             return new Run(this).execute();
         } catch (PerftestException e) {
             err().println(name() + ": " + e.getMessage());
@@ -168,8 +172,10 @@ final class PerftestCommand implements Callable<Integer> {
     void check() {
         boolean bw = kind == Kind.BW;
         refuse(rdmaCm, "-R/--rdma_cm is not supported by jverbs-perftest yet (the TCP handshake is): run without -R");
-        refuse(postList != 1, "-l/--post_list " + postList + " is not supported: jverbs-highlevel posts one work request per"
-                + " call (no ibv_post_send lists)");
+        refuse(postList < 1, "-l/--post_list must be 1 or more");
+        refuse(postList > 1 && !bw, "Post list is supported in BW tests only");
+        refuse(postList > 1 && verb == Verb.ATOMIC, "-l/--post_list with atomics is not supported: jverbs-highlevel batches"
+                + " writes, reads and sends only");
         switch (connection) {
             case "RC" -> { }
             case "UC" -> refuse(true, verb == Verb.READ || verb == Verb.ATOMIC
@@ -264,6 +270,18 @@ final class PerftestCommand implements Callable<Integer> {
         }
         if (!bw) {
             cqModResolved = 1;
+        }
+        postListNote = false;
+        if (postList > 1) {
+            refuse(!duration() && !runInfinitely && itersResolved % postList != 0,
+                    "Number of iterations must be a multiple of post list size");
+            refuse(postList > tx, "Post list size (" + postList + ") must not exceed the tx depth (" + tx + ")");
+            if (cqMod == null) {
+                cqModResolved = postList; // as C: one completion per list
+                postListNote = true;
+            } else {
+                refuse(postList % cqModResolved != 0, "Post list size must be a multiple of CQ moderation");
+            }
         }
         cqModResolved = Math.min(cqModResolved, tx);
         inline = inlineSize != null ? inlineSize : 0;

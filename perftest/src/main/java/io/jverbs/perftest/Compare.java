@@ -1,0 +1,341 @@
+package io.jverbs.perftest;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Not a user command: the harness behind {@code scripts/compare-perftest}. In one JVM it runs,
+ * for each case, the C perftest (server and client as child processes) and jverbs-perftest
+ * (server and client as two threads of this JVM, which saves the JVM starts) with the same flags,
+ * alternating which goes first, and writes the medians side by side as a table and as JSON.
+ *
+ * <p>{@code java -cp jverbs-perftest.jar io.jverbs.perftest.Compare --dev rxe0 --gid 1 --ip 10.0.2.15
+ * --json out.json --work DIR write_bw:64:1000:3 write_lat:2:200:5 ...} (case = test:size:iters:runs).
+ */
+public final class Compare {
+    private static final long TIMEOUT_S = 300;
+
+    private Compare() {
+    }
+
+    /** One measured run: what the client reported. */
+    record Sample(double bw, double msgRate, double typical, double p99, long allocated) {
+    }
+
+    /**
+     * Runs the comparison.
+     *
+     * @param args options and cases, see the class comment
+     * @throws Exception when a run fails
+     */
+    public static void main(String[] args) throws Exception {
+        String dev = "rxe0";
+        String gid = "1";
+        String ip = "10.0.2.15";
+        Path json = Path.of("compare-perftest.json");
+        Path work = Files.createTempDirectory("compare-perftest");
+        int port = 19000;
+        List<String[]> cases = new ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--dev" -> dev = args[++i];
+                case "--gid" -> gid = args[++i];
+                case "--ip" -> ip = args[++i];
+                case "--json" -> json = Path.of(args[++i]);
+                case "--work" -> work = Path.of(args[++i]);
+                case "--port" -> port = Integer.parseInt(args[++i]);
+                default -> cases.add(args[i].split(":"));
+            }
+        }
+        Files.createDirectories(work);
+        List<Map<String, Object>> rows = new ArrayList<>();
+        List<String> failures = new ArrayList<>();
+        int caseNo = 0;
+        for (String[] k : cases) {
+            String test = k[0];
+            String size = k[1];
+            String iters = k[2];
+            int runs = Integer.parseInt(k[3]);
+            boolean bw = test.endsWith("_bw");
+            List<String> flags = List.of("-d", dev, "-x", gid, "-s", size, "-n", iters, "-F");
+            List<Sample> c = new ArrayList<>();
+            List<Sample> j = new ArrayList<>();
+            for (int r = 0; r < runs; r++) {
+                boolean cFirst = (caseNo + r) % 2 == 0;
+                for (int side = 0; side < 2; side++) {
+                    boolean isC = (side == 0) == cFirst;
+                    port++;
+                    String tag = test + "-" + size + "-" + r + (isC ? "-c" : "-java");
+                    Sample s;
+                    try {
+                        s = isC ? runC(test, flags, ip, port, work, tag) : runJava(test, flags, ip, port, work, tag);
+                    } catch (Exception | AssertionError e) {
+                        System.out.println("  " + tag + " failed, retrying once: " + e.getMessage().lines().findFirst().orElse(""));
+                        port += 1;
+                        try {
+                            s = isC ? runC(test, flags, ip, port, work, tag) : runJava(test, flags, ip, port, work, tag);
+                        } catch (Exception | AssertionError e2) {
+                            System.out.println("  " + tag + " failed again, left out: " + e2);
+                            failures.add(tag + ": " + e2.getMessage());
+                            continue;
+                        }
+                    }
+                    (isC ? c : j).add(s);
+                    System.out.printf(Locale.ROOT, "  %-9s %6s B run %d %-4s %s%n", test, size, r + 1, isC ? "C" : "Java",
+                            bw ? String.format(Locale.ROOT, "%.2f MB/s %.4f Mpps", s.bw(), s.msgRate())
+                               : String.format(Locale.ROOT, "t_typical %.2f us p99 %.2f us", s.typical(), s.p99()));
+                    System.out.flush();
+                }
+            }
+            caseNo++;
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("test", test);
+            row.put("size", Integer.parseInt(size));
+            row.put("iters", Integer.parseInt(iters));
+            row.put("runs", runs);
+            if (bw) {
+                put(row, "bw_avg_MBps", c, j, Sample::bw);
+                put(row, "msg_rate_Mpps", c, j, Sample::msgRate);
+            } else {
+                put(row, "t_typical_usec", c, j, Sample::typical);
+                put(row, "p99_usec", c, j, Sample::p99);
+            }
+            row.put("java_allocated_bytes_median", (long) median(j, s -> s.allocated()));
+            row.put("java_allocated_bytes", j.stream().mapToLong(Sample::allocated).toArray());
+            rows.add(row);
+        }
+        Map<String, Object> root = new LinkedHashMap<>();
+        root.put("device", dev);
+        root.put("note", "medians; C = C perftest server+client processes, Java = jverbs-perftest server+client threads in"
+                + " one JVM (warm after the first case); ratio = Java/C");
+        root.put("cases", rows);
+        root.put("failed_runs", failures);
+        new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), root);
+        printTable(rows);
+        if (!failures.isEmpty()) {
+            System.out.println(failures.size() + " run(s) failed and were left out: " + failures);
+        }
+    }
+
+    private static void put(Map<String, Object> row, String name, List<Sample> c, List<Sample> j,
+                            java.util.function.ToDoubleFunction<Sample> f) {
+        double mc = median(c, f);
+        double mj = median(j, f);
+        Map<String, Object> o = new LinkedHashMap<>();
+        o.put("c", round(mc));
+        o.put("java", round(mj));
+        o.put("ratio", mc > 0 ? round(mj / mc) : null);
+        o.put("c_runs", c.stream().mapToDouble(f).map(Compare::round).toArray());
+        o.put("java_runs", j.stream().mapToDouble(f).map(Compare::round).toArray());
+        row.put(name, o);
+    }
+
+    private static double round(double v) {
+        return Math.round(v * 10_000) / 10_000.0;
+    }
+
+    private static double median(List<Sample> l, java.util.function.ToDoubleFunction<Sample> f) {
+        double[] v = l.stream().mapToDouble(f).sorted().toArray();
+        if (v.length == 0) {
+            return Double.NaN;
+        }
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void printTable(List<Map<String, Object>> rows) {
+        System.out.println();
+        System.out.println("test       size   iters runs | C BW MB/s  Java BW   ratio | C Mpps   Java Mpps ratio | Java alloc B (median)");
+        for (Map<String, Object> r : rows) {
+            if (!((String) r.get("test")).endsWith("_bw")) {
+                continue;
+            }
+            Map<String, Object> b = (Map<String, Object>) r.get("bw_avg_MBps");
+            Map<String, Object> m = (Map<String, Object>) r.get("msg_rate_Mpps");
+            System.out.printf(Locale.ROOT, "%-9s %6d %6d %4d | %9.2f %9.2f %6.2f | %7.4f %8.4f %6.2f | %d%n", r.get("test"),
+                    r.get("size"), r.get("iters"), r.get("runs"), b.get("c"), b.get("java"), b.get("ratio"), m.get("c"),
+                    m.get("java"), m.get("ratio"), r.get("java_allocated_bytes_median"));
+        }
+        System.out.println("test       size   iters runs | C t_typ us Java t_typ ratio | C p99 us Java p99  ratio | Java alloc B (median)");
+        for (Map<String, Object> r : rows) {
+            if (((String) r.get("test")).endsWith("_bw")) {
+                continue;
+            }
+            Map<String, Object> t = (Map<String, Object>) r.get("t_typical_usec");
+            Map<String, Object> p = (Map<String, Object>) r.get("p99_usec");
+            System.out.printf(Locale.ROOT, "%-9s %6d %6d %4d | %9.2f %9.2f %6.2f | %8.2f %8.2f %6.2f | %d%n", r.get("test"),
+                    r.get("size"), r.get("iters"), r.get("runs"), t.get("c"), t.get("java"), t.get("ratio"), p.get("c"),
+                    p.get("java"), p.get("ratio"), r.get("java_allocated_bytes_median"));
+        }
+        System.out.flush();
+    }
+
+    // ---- Java: server and client as threads of this JVM ----
+
+    private static Sample runJava(String test, List<String> flags, String ip, int port, Path work, String tag) throws Exception {
+        Path serverJson = work.resolve(tag + "-server.json");
+        Path clientJson = work.resolve(tag + "-client.json");
+        List<String> common = new ArrayList<>();
+        common.add(test);
+        common.addAll(flags);
+        common.addAll(List.of("-p", Integer.toString(port), "--out_json"));
+        List<String> server = new ArrayList<>(common);
+        server.addAll(List.of("--out_json_file", serverJson.toString()));
+        List<String> client = new ArrayList<>(common);
+        client.addAll(List.of("--out_json_file", clientJson.toString(), ip));
+        CompletableFuture<String[]> sf = new CompletableFuture<>();
+        Thread.ofPlatform().name("compare-server").daemon(true).start(() -> {
+            try {
+                sf.complete(runInProcess(server));
+            } catch (Throwable t) {
+                sf.completeExceptionally(t);
+            }
+        });
+        awaitListening(port, 60_000, sf);
+        String[] cr = runInProcess(client);
+        String[] sr = sf.get(TIMEOUT_S, TimeUnit.SECONDS);
+        if (!cr[0].equals("0") || !sr[0].equals("0")) {
+            throw new IllegalStateException("jverbs-perftest " + tag + " failed: client exit " + cr[0] + ":\n" + cr[1]
+                    + "\nserver exit " + sr[0] + ":\n" + sr[1]);
+        }
+        Files.writeString(work.resolve(tag + "-client.txt"), cr[1]);
+        JsonNode root = new ObjectMapper().readTree(clientJson.toFile());
+        JsonNode res = root.path("results");
+        return new Sample(res.path("BW_average").asDouble(0), res.path("MsgRate").asDouble(0), res.path("t_typical").asDouble(0),
+                res.path("percentile_99").asDouble(0), root.path("allocated_bytes").asLong(-1));
+    }
+
+    private static String[] runInProcess(List<String> args) {
+        StringWriter out = new StringWriter();
+        picocli.CommandLine cl = Main.commandLine();
+        cl.setOut(new PrintWriter(out, true));
+        cl.setErr(new PrintWriter(out, true));
+        int exit = cl.execute(args.toArray(String[]::new));
+        return new String[] {Integer.toString(exit), out.toString()};
+    }
+
+    // ---- C: server and client as child processes ----
+
+    private static Sample runC(String test, List<String> flags, String ip, int port, Path work, String tag) throws Exception {
+        String tool = "ib_" + test;
+        for (int attempt = 1; ; attempt++) {
+            Path serverLog = work.resolve(tag + "-server.txt");
+            Path clientLog = work.resolve(tag + "-client.txt");
+            Path clientJson = work.resolve(tag + "-client.json");
+            Files.deleteIfExists(clientJson);
+            List<String> common = new ArrayList<>();
+            common.add(tool);
+            common.addAll(flags);
+            common.addAll(List.of("-p", Integer.toString(port)));
+            Process server = new ProcessBuilder(common).redirectErrorStream(true).redirectOutput(serverLog.toFile()).start();
+            CompletableFuture<String[]> sf = new CompletableFuture<>();
+            server.onExit().thenRun(() -> sf.complete(new String[] {"exited"}));
+            List<String> client = new ArrayList<>(common);
+            client.addAll(List.of("--out_json", "--out_json_file=" + clientJson, ip));
+            Process cp;
+            try {
+                awaitListening(port, 60_000, sf);
+                cp = new ProcessBuilder(client).redirectErrorStream(true).redirectOutput(clientLog.toFile()).start();
+                if (!cp.waitFor(TIMEOUT_S, TimeUnit.SECONDS)) {
+                    cp.destroyForcibly();
+                    throw new IllegalStateException(tool + " client did not end: " + tag);
+                }
+                if (!server.waitFor(30, TimeUnit.SECONDS)) {
+                    server.destroyForcibly();
+                }
+            } catch (IllegalStateException | AssertionError e) {
+                server.destroyForcibly();
+                throw e;
+            }
+            String out = Files.readString(clientLog, StandardCharsets.UTF_8);
+            String sout = Files.readString(serverLog, StandardCharsets.UTF_8);
+            if (cp.exitValue() != 0 || server.exitValue() != 0) {
+                boolean calibration = (out + sout).contains("Correlation");
+                if (calibration && attempt < 4) {
+                    port += 1000;
+                    continue; // perftest's clock calibration under emulation: retry
+                }
+                throw new IllegalStateException(tool + " " + tag + " failed (client " + cp.exitValue() + ", server "
+                        + server.exitValue() + "):\n" + out + "\n" + sout);
+            }
+            return parseC(test.endsWith("_bw"), out, clientJson);
+        }
+    }
+
+    /** The C client's JSON when it parses and has the fields, else its table row. */
+    static Sample parseC(boolean bw, String out, Path json) {
+        try {
+            if (Files.exists(json)) {
+                JsonNode res = new ObjectMapper().readTree(json.toFile()).path("results");
+                if (bw && res.has("BW_average") && res.has("MsgRate")) {
+                    return new Sample(res.path("BW_average").asDouble(), res.path("MsgRate").asDouble(), 0, 0, -1);
+                }
+                if (!bw && res.has("t_typical") && res.has("percentile_99")) {
+                    return new Sample(0, 0, res.path("t_typical").asDouble(), res.path("percentile_99").asDouble(), -1);
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // fall back to the table
+        }
+        double[] v = row(out);
+        // bw: bytes iters peak avg msgrate; lat: bytes iters min max typical avg stdev p99 p99.9
+        return bw ? new Sample(v[3], v[4], 0, 0, -1) : new Sample(0, 0, v[4], v[7], -1);
+    }
+
+    private static double[] row(String out) {
+        String[] lines = out.split("\n");
+        for (int i = 0; i < lines.length; i++) {
+            if (lines[i].trim().startsWith("#bytes") && i + 1 < lines.length) {
+                return Arrays.stream(lines[i + 1].trim().split("\\s+")).mapToDouble(Compare::number).toArray();
+            }
+        }
+        throw new IllegalStateException("no result row in:\n" + out);
+    }
+
+    /** A number of C's table; C prints {@code inf} and {@code -nan} where it divided by zero. */
+    private static double number(String t) {
+        return switch (t.toLowerCase(Locale.ROOT)) {
+            case "inf", "+inf" -> Double.POSITIVE_INFINITY;
+            case "-inf" -> Double.NEGATIVE_INFINITY;
+            case "nan", "-nan", "+nan" -> Double.NaN;
+            default -> Double.parseDouble(t);
+        };
+    }
+
+    /** Waits until something listens on TCP {@code port} (read from /proc, no connection spent). */
+    private static void awaitListening(int port, long timeoutMs, CompletableFuture<?> server) throws Exception {
+        String hex = String.format(Locale.ROOT, ":%04X", port);
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        while (System.currentTimeMillis() < deadline) {
+            for (String table : new String[] {"/proc/net/tcp", "/proc/net/tcp6"}) {
+                for (String line : Files.readAllLines(Path.of(table))) {
+                    String[] f = line.trim().split("\\s+");
+                    if (f.length > 3 && f[1].endsWith(hex) && f[3].equals("0A")) {
+                        return;
+                    }
+                }
+            }
+            if (server.isDone()) {
+                throw new IllegalStateException("the server ended before listening: " + Arrays.toString((Object[]) server.get()));
+            }
+            Thread.sleep(20);
+        }
+        throw new IllegalStateException("nothing listens on port " + port + " after " + timeoutMs + " ms");
+    }
+}
