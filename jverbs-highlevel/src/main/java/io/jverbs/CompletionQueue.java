@@ -85,12 +85,8 @@ public final class CompletionQueue extends Resource {
         this.cqAddress = cq.address();
         this.wcAddress = wc.address();
         // The provider's poll_cq, resolved once: a context's ops table never changes.
-        MemorySegment ctx = ibv_cq.context(cq.reinterpret(ibv_cq.sizeof()));
-        MemorySegment ops = ctx.reinterpret(ibv_context.sizeof());
-        this.pollFn = ops.get(ValueLayout.ADDRESS, ibv_context.ops$OFFSET + ibv_context_ops.poll_cq$OFFSET);
-        if (pollFn.address() == 0) {
-            throw new io.jverbs.ibverbs.UnsupportedVerbException("ibv_poll_cq", "the provider has no poll_cq");
-        }
+        MemorySegment ctx = ibv_cq.context(cq.reinterpret(ibv_cq.sizeof())).reinterpret(ibv_context.sizeof());
+        this.pollFn = WorkRequests.providerOp(ctx, ibv_context_ops.poll_cq$OFFSET, "ibv_poll_cq");
     }
 
     static CompletionQueue create(Context context, int capacity, boolean events) {

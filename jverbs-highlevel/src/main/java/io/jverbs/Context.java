@@ -33,40 +33,26 @@ public final class Context extends Resource {
     }
 
     static Context open(String deviceName) {
-        try (Arena scratch = Arena.ofConfined()) {
-            MemorySegment count = scratch.allocate(ValueLayout.JAVA_INT);
-            MemorySegment list = verbs_h.ibv_get_device_list(count);
-            if (list.address() == 0) {
-                throw new NoSuchElementException("no RDMA device " + deviceName + ": " + Rdma.devices().reason());
+        List<String> seen = new ArrayList<>();
+        MemorySegment[] opened = {MemorySegment.NULL};
+        int[] errno = {0};
+        boolean listed = Rdma.forEachDevice((name, device) -> {
+            seen.add(name);
+            if (!name.equals(deviceName)) {
+                return false;
             }
-            MemorySegment opened = MemorySegment.NULL;
-            List<String> seen = new ArrayList<>();
-            int errno = 0;
-            try {
-                int n = count.get(ValueLayout.JAVA_INT, 0);
-                MemorySegment array = list.reinterpret((long) n * ValueLayout.ADDRESS.byteSize());
-                for (int i = 0; i < n; i++) {
-                    MemorySegment device = array.getAtIndex(ValueLayout.ADDRESS, i);
-                    String devName = verbs_h.ibv_get_device_name(device).reinterpret(256).getString(0);
-                    seen.add(devName);
-                    if (devName.equals(deviceName)) {
-                        opened = verbs_h.ibv_open_device(device);
-                        errno = Native.lastErrno();
-                        break;
-                    }
-                }
-            } finally {
-                verbs_h.ibv_free_device_list(list);
-            }
-            if (!seen.contains(deviceName)) {
-                throw new NoSuchElementException("no RDMA device " + deviceName + (seen.isEmpty()
-                        ? ": " + Rdma.devices().reason() : "; devices here: " + String.join(", ", seen)));
-            }
-            if (opened.address() == 0) {
-                throw VerbsException.of("ibv_open_device", errno);
-            }
-            return new Context(deviceName, opened);
+            opened[0] = verbs_h.ibv_open_device(device);
+            errno[0] = Native.lastErrno();
+            return true;
+        });
+        if (!listed || !seen.contains(deviceName)) {
+            throw new NoSuchElementException("no RDMA device " + deviceName + (seen.isEmpty()
+                    ? ": " + Rdma.devices().reason() : "; devices here: " + String.join(", ", seen)));
         }
+        if (opened[0].address() == 0) {
+            throw VerbsException.of("ibv_open_device", errno[0]);
+        }
+        return new Context(deviceName, opened[0]);
     }
 
     /**

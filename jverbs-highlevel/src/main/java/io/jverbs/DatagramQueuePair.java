@@ -1,9 +1,7 @@
 package io.jverbs;
 
 import io.jverbs.ibverbs.Native;
-import io.jverbs.ibverbs.UnsupportedVerbException;
 import io.jverbs.ibverbs.VerbsException;
-import io.jverbs.ibverbs.internal.NativeAccess;
 import io.jverbs.ibverbs.raw.ibv_ah_attr;
 import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_context_ops;
@@ -12,21 +10,15 @@ import io.jverbs.ibverbs.raw.ibv_qp;
 import io.jverbs.ibverbs.raw.ibv_qp_attr;
 import io.jverbs.ibverbs.raw.ibv_qp_cap;
 import io.jverbs.ibverbs.raw.ibv_qp_init_attr;
-import io.jverbs.ibverbs.raw.ibv_recv_wr;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
-import io.jverbs.ibverbs.raw.ibv_sge;
 import io.jverbs.ibverbs.raw.verbs_h;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.util.ArrayList;
 import java.util.List;
 
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * An unreliable-datagram (UD) queue pair: Send and Receive of single messages up to the MTU to
@@ -43,8 +35,6 @@ public final class DatagramQueuePair extends QueueEndpoint {
     public static final int GRH_BYTES = 40;
     /** The default Q_Key. */
     public static final int DEFAULT_QKEY = 0x11111111;
-    private static final MethodHandle POST = NativeAccess.pointerDowncall(
-            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), true);
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
     private static final long SEND_WR = 0;
@@ -348,11 +338,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
     }
 
     private int call(MemorySegment fn, long wr) {
-        try {
-            return (int) POST.invokeExact(fn, qpAddress, scratchAddress + wr, scratchAddress + BAD_WR);
-        } catch (Throwable t) {
-            throw CompletionQueue.rethrow(t);
-        }
+        return WorkRequests.post(fn, qpAddress, scratchAddress + wr, scratchAddress + BAD_WR);
     }
 
     @Override

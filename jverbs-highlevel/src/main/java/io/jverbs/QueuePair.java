@@ -1,9 +1,7 @@
 package io.jverbs;
 
 import io.jverbs.ibverbs.Native;
-import io.jverbs.ibverbs.UnsupportedVerbException;
 import io.jverbs.ibverbs.VerbsException;
-import io.jverbs.ibverbs.internal.NativeAccess;
 import io.jverbs.ibverbs.raw.ibv_ah_attr;
 import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_context_ops;
@@ -12,23 +10,17 @@ import io.jverbs.ibverbs.raw.ibv_qp;
 import io.jverbs.ibverbs.raw.ibv_qp_attr;
 import io.jverbs.ibverbs.raw.ibv_qp_cap;
 import io.jverbs.ibverbs.raw.ibv_qp_init_attr;
-import io.jverbs.ibverbs.raw.ibv_recv_wr;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
-import io.jverbs.ibverbs.raw.ibv_sge;
 import io.jverbs.ibverbs.raw.verbs_h;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * A reliable-connected queue pair. It is born <em>prepared</em>: it can tell its
@@ -67,8 +59,6 @@ public final class QueuePair extends QueueEndpoint {
     /** Work-request ids with this bit belong to futures; callers' ids must not use it. */
     static final long FUTURE_TAG = 1L << 63;
 
-    private static final MethodHandle POST = NativeAccess.pointerDowncall(
-            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), true);
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
     private static final long SEND_WR = 0;
@@ -669,12 +659,7 @@ public final class QueuePair extends QueueEndpoint {
             }
         }
         sendCount += n;
-        int rc;
-        try {
-            rc = (int) POST.invokeExact(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
-        } catch (Throwable t) {
-            throw CompletionQueue.rethrow(t);
-        }
+        int rc = WorkRequests.post(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
         int posted = n;
         if (rc != 0) {
             int bad = batch.indexOf(scratch.get(LONG, BAD_WR));
@@ -936,12 +921,7 @@ public final class QueuePair extends QueueEndpoint {
             pushCover(unsignaledRun + 1);
         }
         sendCount++;
-        int rc;
-        try {
-            rc = (int) POST.invokeExact(postSendFn, qpAddress, scratchAddress + SEND_WR, scratchAddress + BAD_WR);
-        } catch (Throwable t) {
-            throw CompletionQueue.rethrow(t);
-        }
+        int rc = WorkRequests.post(postSendFn, qpAddress, scratchAddress + SEND_WR, scratchAddress + BAD_WR);
         if (rc != 0) {
             sendCount--;
             if (signal) {
@@ -965,12 +945,7 @@ public final class QueuePair extends QueueEndpoint {
         MemorySegment s = scratch;
         WorkRequests.receive(s, scratchAddress, RECV_WR, RECV_SGE, wrId, local.address() + localOffset, length,
                 local.lkey());
-        int rc;
-        try {
-            rc = (int) POST.invokeExact(postRecvFn, qpAddress, scratchAddress + RECV_WR, scratchAddress + BAD_WR);
-        } catch (Throwable t) {
-            throw CompletionQueue.rethrow(t);
-        }
+        int rc = WorkRequests.post(postRecvFn, qpAddress, scratchAddress + RECV_WR, scratchAddress + BAD_WR);
         if (rc != 0) {
             if (rc == io.jverbs.ibverbs.Errno.ENOMEM) {
                 return RECEIVE_QUEUE_FULL;

@@ -35,37 +35,60 @@ public final class Rdma {
      */
     public static DeviceList devices() {
         List<String> names = new ArrayList<>();
-        try (Arena scratch = Arena.ofConfined()) {
-            MemorySegment count = scratch.allocate(ValueLayout.JAVA_INT);
-            MemorySegment list;
-            try {
-                list = verbs_h.ibv_get_device_list(count);
-            } catch (UnsatisfiedLinkError | RuntimeException e) {
-                return new DeviceList(List.of(), "rdma-core cannot be used: " + e.getMessage());
-            }
-            if (list.address() == 0) {
-                int errno = Native.lastErrno();
-                return new DeviceList(List.of(), errno == Errno.ENOSYS
-                        ? "this kernel has no RDMA support (ibv_get_device_list: ENOSYS): use a kernel with rdma_rxe,"
-                          + " or run inside soft-roce-ci/with-rxe"
-                        : "ibv_get_device_list failed: " + Errno.name(errno) + " (" + errno + ")");
-            }
-            try {
-                int n = count.get(ValueLayout.JAVA_INT, 0);
-                MemorySegment array = list.reinterpret((long) n * ValueLayout.ADDRESS.byteSize());
-                for (int i = 0; i < n; i++) {
-                    MemorySegment device = array.getAtIndex(ValueLayout.ADDRESS, i);
-                    names.add(verbs_h.ibv_get_device_name(device).reinterpret(256).getString(0));
-                }
-            } finally {
-                verbs_h.ibv_free_device_list(list);
-            }
+        boolean listed;
+        try {
+            listed = forEachDevice((name, device) -> {
+                names.add(name);
+                return false;
+            });
+        } catch (UnsatisfiedLinkError | RuntimeException e) {
+            return new DeviceList(List.of(), "rdma-core cannot be used: " + e.getMessage());
+        }
+        if (!listed) {
+            int errno = Native.lastErrno();
+            return new DeviceList(List.of(), errno == Errno.ENOSYS
+                    ? "this kernel has no RDMA support (ibv_get_device_list: ENOSYS): use a kernel with rdma_rxe,"
+                      + " or run inside soft-roce-ci/with-rxe"
+                    : "ibv_get_device_list failed: " + Errno.name(errno) + " (" + errno + ")");
         }
         List<DeviceInfo> devices = new ArrayList<>();
         for (String name : names) {
             devices.add(DeviceInfo.read(name));
         }
         return new DeviceList(List.copyOf(devices), devices.isEmpty() ? noDeviceReason() : null);
+    }
+
+    /** Sees one entry of rdma-core's device list; returns true to stop the walk. */
+    interface DeviceVisitor {
+        boolean visit(String name, MemorySegment device);
+    }
+
+    /**
+     * Walks {@code ibv_get_device_list} (freeing it afterwards) until the visitor says stop.
+     *
+     * @return false when the list could not be had (errno in {@link Native#lastErrno()})
+     */
+    static boolean forEachDevice(DeviceVisitor visitor) {
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment count = scratch.allocate(ValueLayout.JAVA_INT);
+            MemorySegment list = verbs_h.ibv_get_device_list(count);
+            if (list.address() == 0) {
+                return false;
+            }
+            try {
+                int n = count.get(ValueLayout.JAVA_INT, 0);
+                MemorySegment array = list.reinterpret((long) n * ValueLayout.ADDRESS.byteSize());
+                for (int i = 0; i < n; i++) {
+                    MemorySegment device = array.getAtIndex(ValueLayout.ADDRESS, i);
+                    if (visitor.visit(verbs_h.ibv_get_device_name(device).reinterpret(256).getString(0), device)) {
+                        break;
+                    }
+                }
+            } finally {
+                verbs_h.ibv_free_device_list(list);
+            }
+            return true;
+        }
     }
 
     /**

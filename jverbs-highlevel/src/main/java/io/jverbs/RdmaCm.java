@@ -2,9 +2,7 @@ package io.jverbs;
 
 import io.jverbs.ibverbs.Errno;
 import io.jverbs.ibverbs.Native;
-import io.jverbs.ibverbs.VerbsException;
 import io.jverbs.ibverbs.raw.ibv_context;
-import io.jverbs.ibverbs.raw.ibv_device;
 import io.jverbs.ibverbs.raw.ibv_qp_attr;
 import io.jverbs.ibverbs.raw.verbs_h;
 import io.jverbs.rdmacm.raw.rdma_cm_event;

@@ -6,7 +6,6 @@ import io.jverbs.ibverbs.raw.verbs_h;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -33,8 +32,6 @@ public final class RegisteredBuffer extends Resource {
     private final int lkey;
     private final int rkey;
     private final Set<Access> access;
-    /** Read on the hot path without the monitor; a race with close ends in an error completion. */
-    private volatile boolean open = true;
 
     private RegisteredBuffer(ProtectionDomain pd, MemorySegment memory, Arena owned, MemorySegment mr, Set<Access> access) {
         super("registered buffer", pd);
@@ -167,7 +164,7 @@ public final class RegisteredBuffer extends Resource {
 
     /** Throws unless open and {@code [offset, offset + bytes)} lies inside; the hot path's check. */
     void checkRange(long offset, long bytes, String operation) {
-        if (!open) {
+        if (isClosed()) { // without the monitor: a race with close ends in an error completion
             throw new IllegalStateException("registered buffer is closed: cannot " + operation);
         }
         if ((offset | bytes) < 0 || offset > length - bytes) {
@@ -177,14 +174,13 @@ public final class RegisteredBuffer extends Resource {
     }
 
     private void checkOpen() {
-        if (!open) {
+        if (isClosed()) {
             throw new IllegalStateException("registered buffer is closed");
         }
     }
 
     @Override
     void destroyNative() {
-        open = false;
         if (foreign) {
             return;
         }
@@ -200,10 +196,6 @@ public final class RegisteredBuffer extends Resource {
     public String toString() {
         return "registered buffer " + length + " B at 0x" + Long.toHexString(address) + " lkey 0x"
                 + Integer.toHexString(lkey) + (access.isEmpty() ? "" : " rkey 0x" + Integer.toHexString(rkey) + " " + access)
-                + (open ? "" : " (closed)");
-    }
-
-    static void requireNonNull(Object o, String what) {
-        Objects.requireNonNull(o, what);
+                + (isClosed() ? " (closed)" : "");
     }
 }

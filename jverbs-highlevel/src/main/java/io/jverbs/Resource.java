@@ -17,7 +17,8 @@ public abstract sealed class Resource implements AutoCloseable
     private final String kind;
     private final Resource parent;
     private final List<Resource> children = new ArrayList<>();
-    private boolean closed;
+    /** Written under the monitor; volatile so {@link #isClosed()} needs no lock (pollers ask every cycle). */
+    private volatile boolean closed;
 
     Resource(String kind, Resource parent) {
         this.kind = kind;
@@ -48,7 +49,7 @@ public abstract sealed class Resource implements AutoCloseable
      *
      * @return true once this object is closed (its native object destroyed)
      */
-    public final synchronized boolean isClosed() {
+    public final boolean isClosed() {
         return closed;
     }
 

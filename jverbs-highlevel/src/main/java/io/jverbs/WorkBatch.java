@@ -1,7 +1,6 @@
 package io.jverbs;
 
 import io.jverbs.ibverbs.raw.ibv_send_wr;
-import io.jverbs.ibverbs.raw.ibv_sge;
 import io.jverbs.ibverbs.raw.verbs_h;
 
 import java.lang.foreign.MemorySegment;

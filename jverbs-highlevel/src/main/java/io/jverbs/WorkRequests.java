@@ -1,18 +1,29 @@
 package io.jverbs;
 
 import io.jverbs.ibverbs.UnsupportedVerbException;
+import io.jverbs.ibverbs.internal.NativeAccess;
 import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_recv_wr;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
 import io.jverbs.ibverbs.raw.ibv_sge;
 
+import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 
 /** Filling {@code ibv_send_wr} / {@code ibv_recv_wr} and their one SGE in place, shared by the queue-pair kinds and batches. */
 final class WorkRequests {
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
+    /**
+     * {@code int post(qp, wr, bad_wr)}, the shape of the provider's post_send and post_recv:
+     * critical (short, never blocking; the provider's queue lock is held only inside the call),
+     * pointers passed as words after the callers' own checks.
+     */
+    private static final MethodHandle POST = NativeAccess.pointerDowncall(
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_LONG), true);
 
     private WorkRequests() {
     }
@@ -66,6 +77,15 @@ final class WorkRequests {
                     + ") is outside the remote buffer of " + remote.length() + " bytes");
         }
         return remote.address() + offset;
+    }
+
+    /** Calls a provider's post_send or post_recv; returns its errno (0: posted). */
+    static int post(MemorySegment fn, long qp, long wr, long badWr) {
+        try {
+            return (int) POST.invokeExact(fn, qp, wr, badWr);
+        } catch (Throwable t) {
+            throw CompletionQueue.rethrow(t);
+        }
     }
 
     /** A provider entry point from {@code context->ops}, resolved once per queue (the ops never change). */
