@@ -104,7 +104,7 @@ final class PerftestCommand implements Callable<Integer> {
     double runTimeout = 600;
     @Option(names = "--min-bw", paramLabel = "<MB/s>", description = "exit 1 when the average bandwidth is below this (MiB/s)")
     Double minBw;
-    @Option(names = "--max-lat-p99", paramLabel = "<usec>", description = "exit 1 when the 99% latency percentile is above this")
+    @Option(names = "--max-lat-p99", paramLabel = "<usec>", description = "exit 1 when the 99%% latency percentile is above this")
     Double maxLatP99;
     @Option(names = "--plot", paramLabel = "<file.png>", description = "draw a PNG: latency percentiles, or bandwidth over time")
     Path plot;
