@@ -27,10 +27,11 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * and routes each to the operation that caused it — a future of the asynchronous style, or the
  * caller's {@link CompletionHandler} for work posted with the caller's work-request id.
  *
- * <p>Thread-safety: {@link #poll}, {@link #armEvents()}, {@link #waitForEvent(long)} and
- * {@link #close()} are mutually exclusive (one poller at a time); call {@code poll} from one
- * thread, typically a {@link Poller}. Closing from inside a handler is allowed: the queue is
- * destroyed when that poll returns.
+ * <p>Thread-safety: one {@link #poll} runs at a time (a second thread waits for the first: call
+ * {@code poll} from one thread, typically a {@link Poller}); {@link #armEvents()} and
+ * {@link #waitForEvent(long)} exclude each other; {@link #close()} waits for a poll, an arm or a
+ * wait in progress. Closing from inside a handler is allowed: the queue is destroyed when that
+ * poll returns. Calling {@code poll} from a handler of the same queue throws.
  *
  * <p>Closing the queue first closes the queue pairs that use it (a device refuses to destroy a
  * completion queue that queue pairs still use).
@@ -53,8 +54,10 @@ public final class CompletionQueue extends Resource {
     private final long wcAddress;
     private final int capacity;
     private final Completion view;
-    private QueueEndpoint[] attached = new QueueEndpoint[0];
-    private boolean polling;
+    /** Copy-on-write under the monitor; read without a lock by each poll. */
+    private volatile QueueEndpoint[] attached = new QueueEndpoint[0];
+    /** Taken by each poll and by the destroy (which so waits for a poll in progress on another thread). */
+    private final PostLock polls = new PostLock();
     private boolean destroyAfterPoll;
     private long handlerFailures;
     private Consumer<Throwable> errorListener = e -> LOG.log(System.Logger.Level.WARNING,
@@ -178,14 +181,20 @@ public final class CompletionQueue extends Resource {
      * @throws IllegalStateException when the queue is closed, or poll is re-entered from a handler
      * @throws VerbsException when the provider reports a polling error
      */
-    public synchronized int poll(CompletionHandler handler, int max) {
-        ensureOpen("poll");
-        if (polling) {
-            throw new IllegalStateException("poll re-entered from a completion handler");
-        }
+    public int poll(CompletionHandler handler, int max) {
         if (max < 1 || max > MAX_BATCH) {
             throw new IllegalArgumentException("max must be 1 to " + MAX_BATCH + ", not " + max);
         }
+        polls.lock("poll");
+        try {
+            return pollLocked(handler, max);
+        } finally {
+            polls.unlock();
+        }
+    }
+
+    private int pollLocked(CompletionHandler handler, int max) {
+        ensureOpen("poll");
         int n;
         try {
             n = (int) POLL_CQ.invokeExact(pollFn, cqAddress, max, wcAddress);
@@ -198,14 +207,12 @@ public final class CompletionQueue extends Resource {
         if (n == 0) {
             return 0;
         }
-        polling = true;
         try {
             for (int i = 0; i < n; i++) {
                 view.at(i);
                 dispatch(handler);
             }
         } finally {
-            polling = false;
             if (destroyAfterPoll) {
                 destroyAfterPoll = false;
                 destroyNow();
@@ -319,11 +326,16 @@ public final class CompletionQueue extends Resource {
 
     @Override
     void destroyNative() {
-        if (polling) {
+        if (polls.heldByCurrentThread()) {
             destroyAfterPoll = true; // closed from a handler: destroy once this poll is done with the array
             return;
         }
-        destroyNow();
+        polls.lock("close");
+        try {
+            destroyNow();
+        } finally {
+            polls.unlock();
+        }
     }
 
     private void destroyNow() {

@@ -44,8 +44,10 @@ import java.util.concurrent.CompletableFuture;
  * A full queue is a return value (or {@link QueueFullException}), never a wait. Payloads up to
  * {@link #maxInlineData()} bytes are sent inline (copied when posted).
  *
- * <p>Thread-safety: every method may be called from any thread; posts are serialized on this
- * object, and {@link #close()} waits for a post in progress, so closing never races the device.
+ * <p>Thread-safety: every method may be called from any thread; posts are serialized per queue
+ * pair (a compare-and-set lock, not a monitor: a waiting poster spins, yields, then parks, and is
+ * never inside native code meanwhile), and {@link #close()} waits for a post in progress, so
+ * closing never races the device.
  * Closing fails the futures of work still in flight ({@code IllegalStateException}); the
  * zero-allocation style hears nothing more of such work.
  */
@@ -91,13 +93,16 @@ public final class QueuePair extends QueueEndpoint {
     private final Context.PortAttributes port;
     private final int maxInline;
     private final Arena arena = Arena.ofShared();
+    /** Taken by every post and by the destroy: posts from any thread are serialized, and close waits for one in progress. */
+    private final PostLock posting = new PostLock();
     private final MemorySegment scratch;
     private final long scratchAddress;
     private final MemorySegment postSendFn;
     private final MemorySegment postRecvFn;
-    private State state = State.PREPARED;
-    private String errorText;
-    // Queue accounting without a lock on the completion path: posters (serialized on this object)
+    /** Written under the monitor; volatile because posts read it holding only {@link #posting}. */
+    private volatile State state = State.PREPARED;
+    private volatile String errorText;
+    // Queue accounting without a lock on the completion path: posters (serialized by `posting`)
     // own sendCount, recvCount and the ring's tail; the thread polling the completion queue (one
     // at a time) owns sendDone, recvDone and the ring's head. Each side publishes with a release
     // store and reads the other's with an acquire load. The ring holds, per signaled request, how
@@ -108,6 +113,8 @@ public final class QueuePair extends QueueEndpoint {
     private long recvDone;
     private int unsignaledRun;
     private final int[] coverRing;
+    /** {@code coverRing.length - 1}: the ring is a power of two, so a slot is a mask, not a division. */
+    private final int coverMask;
     private long coverHead;
     private long coverTail;
     private static final java.lang.invoke.VarHandle SEND_DONE;
@@ -131,7 +138,7 @@ public final class QueuePair extends QueueEndpoint {
 
     /** Publishes a signaled request's ring entry before it is posted (its completion may be polled at once). */
     private void pushCover(int cover) {
-        coverRing[(int) (coverTail % coverRing.length)] = cover;
+        coverRing[(int) coverTail & coverMask] = cover;
         COVER_TAIL.setRelease(this, coverTail + 1);
     }
 
@@ -163,7 +170,8 @@ public final class QueuePair extends QueueEndpoint {
         MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
         this.postSendFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
         this.postRecvFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
-        this.coverRing = new int[config.maxSendWr()];
+        this.coverRing = new int[Integer.highestOneBit(Math.max(1, config.maxSendWr() - 1)) << 1];
+        this.coverMask = coverRing.length - 1;
         int slots = config.maxSendWr() + config.maxRecvWr();
         this.pending = new CompletableFuture<?>[slots];
         this.pendingWhat = new String[slots];
@@ -627,7 +635,16 @@ public final class QueuePair extends QueueEndpoint {
      * @throws IllegalArgumentException when the batch belongs to another queue pair
      * @throws VerbsException when the provider refuses a request (the message says how many were posted)
      */
-    public synchronized int post(WorkBatch batch) {
+    public int post(WorkBatch batch) {
+        posting.lock("post a batch");
+        try {
+            return postLocked(batch);
+        } finally {
+            posting.unlock();
+        }
+    }
+
+    private int postLocked(WorkBatch batch) {
         checkPostable("post a batch");
         if (batch.owner() != this) {
             throw new IllegalArgumentException("the batch belongs to another queue pair");
@@ -875,68 +892,112 @@ public final class QueuePair extends QueueEndpoint {
         }
     }
 
-    private synchronized int postSend(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
-                                      RemoteBuffer remote, long remoteOffset, int immediate, long compareAdd, long swap,
-                                      boolean signaled, String what) {
+    private int postSend(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
+                         RemoteBuffer remote, long remoteOffset, int immediate, long compareAdd, long swap,
+                         boolean signaled, String what) {
+        posting.lock(what);
+        try {
+            return postSendLocked(wrId, opcode, local, localOffset, length, remote, remoteOffset, immediate,
+                    compareAdd, swap, signaled, what);
+        } finally {
+            posting.unlock();
+        }
+    }
+
+    private int postSendLocked(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
+                               RemoteBuffer remote, long remoteOffset, int immediate, long compareAdd, long swap,
+                               boolean signaled, String what) {
         checkPostable(what);
         local.checkRange(localOffset, length, what);
-        boolean atomic = opcode == verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP || opcode == verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD;
-        long remoteAddress = 0;
-        int rkey = 0;
-        if (remote != null) {
-            remoteAddress = WorkRequests.remoteAddress(remote, remoteOffset, length, what);
-            rkey = remote.rkey();
-            if (atomic && (remoteAddress & 7) != 0) {
-                throw new IllegalArgumentException(what + " needs an 8-byte aligned remote address, not 0x"
-                        + Long.toHexString(remoteAddress));
-            }
-        }
+        long remoteAddress = remote == null ? 0 : remoteTarget(remote, remoteOffset, length, opcode, what);
         int outstanding = sendOutstanding();
-        if (outstanding >= config.maxSendWr()) {
+        int depth = config.maxSendWr();
+        if (outstanding >= depth) {
             return SEND_QUEUE_FULL;
         }
-        boolean signal = signaled || unsignaledRun + 1 >= config.signalEvery() || outstanding + 1 >= config.maxSendWr();
-        int flags = signal ? verbs_h.IBV_SEND_SIGNALED : 0;
-        long dataAddress = local.address() + localOffset;
-        MemorySegment s = scratch;
-        if (!atomic && opcode != verbs_h.IBV_WR_RDMA_READ && length > 0 && length <= maxInline) {
-            // Inline: the bytes are copied now (checked against a closed buffer), so the device never
-            // reads the caller's memory after this call.
-            MemorySegment.copy(local.segment(), localOffset, s, INLINE, length);
-            dataAddress = scratchAddress + INLINE;
-            flags |= verbs_h.IBV_SEND_INLINE;
-        }
-        WorkRequests.send(s, scratchAddress, SEND_WR, SEND_SGE, wrId, opcode, flags, immediate, dataAddress, length,
-                local.lkey());
-        long u = SEND_WR + ibv_send_wr.wr$OFFSET;
-        if (atomic) {
-            s.set(LONG, u + ibv_send_wr.wr.atomic.remote_addr$OFFSET, remoteAddress);
-            s.set(LONG, u + ibv_send_wr.wr.atomic.compare_add$OFFSET, compareAdd);
-            s.set(LONG, u + ibv_send_wr.wr.atomic.swap$OFFSET, swap);
-            s.set(INT, u + ibv_send_wr.wr.atomic.rkey$OFFSET, rkey);
-        } else {
-            WorkRequests.rdma(s, SEND_WR, remoteAddress, rkey);
-        }
+        boolean signal = signaled || unsignaledRun + 1 >= config.signalEvery() || outstanding + 1 >= depth;
+        fill(wrId, opcode, local, localOffset, length, remoteAddress, remote == null ? 0 : remote.rkey(), immediate,
+                compareAdd, swap, signal);
         if (signal) {
             pushCover(unsignaledRun + 1);
         }
         sendCount++;
         int rc = WorkRequests.post(postSendFn, qpAddress, scratchAddress + SEND_WR, scratchAddress + BAD_WR);
         if (rc != 0) {
-            sendCount--;
-            if (signal) {
-                popCoverBack();
-            }
-            if (rc == io.jverbs.ibverbs.Errno.ENOMEM) {
-                return SEND_QUEUE_FULL; // the provider's queue is fuller than ours says (device rounding)
-            }
-            throw VerbsException.of("ibv_post_send", rc);
+            return refused(rc, signal);
         }
         unsignaledRun = signal ? 0 : unsignaledRun + 1;
         return OK;
     }
 
-    private synchronized int postReceive(long wrId, RegisteredBuffer local, long localOffset, int length) {
+    private static boolean isAtomic(int opcode) {
+        return opcode == verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP || opcode == verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD;
+    }
+
+    /** The remote address of a checked remote range (8-byte aligned for atomics). */
+    private static long remoteTarget(RemoteBuffer remote, long remoteOffset, int length, int opcode, String what) {
+        long remoteAddress = WorkRequests.remoteAddress(remote, remoteOffset, length, what);
+        if ((remoteAddress & 7) != 0 && isAtomic(opcode)) {
+            throw misaligned(what, remoteAddress);
+        }
+        return remoteAddress;
+    }
+
+    /** Fills the send request (inline copy when small enough) for one post. */
+    private void fill(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length, long remoteAddress,
+                      int rkey, int immediate, long compareAdd, long swap, boolean signal) {
+        boolean atomic = isAtomic(opcode);
+        int flags = signal ? verbs_h.IBV_SEND_SIGNALED : 0;
+        long dataAddress = local.address() + localOffset;
+        if (length <= maxInline && length > 0 && !atomic && opcode != verbs_h.IBV_WR_RDMA_READ) {
+            dataAddress = copyInline(local, localOffset, length);
+            flags |= verbs_h.IBV_SEND_INLINE;
+        }
+        WorkRequests.send(scratch, scratchAddress, SEND_WR, SEND_SGE, wrId, opcode, flags, immediate, dataAddress,
+                length, local.lkey());
+        if (atomic) {
+            WorkRequests.atomic(scratchAddress + SEND_WR, remoteAddress, rkey, compareAdd, swap);
+        } else {
+            WorkRequests.rdma(scratchAddress + SEND_WR, remoteAddress, rkey);
+        }
+    }
+
+    /**
+     * Inline: the bytes are copied now (checked against a closed buffer), so the device never
+     * reads the caller's memory after the post.
+     */
+    private long copyInline(RegisteredBuffer local, long localOffset, int length) {
+        MemorySegment.copy(local.segment(), localOffset, scratch, INLINE, length);
+        return scratchAddress + INLINE;
+    }
+
+    private static IllegalArgumentException misaligned(String what, long remoteAddress) {
+        return new IllegalArgumentException(what + " needs an 8-byte aligned remote address, not 0x"
+                + Long.toHexString(remoteAddress));
+    }
+
+    /** Undoes the accounting of a send the provider refused. */
+    private int refused(int rc, boolean signal) {
+        sendCount--;
+        if (signal) {
+            popCoverBack();
+        }
+        if (rc == io.jverbs.ibverbs.Errno.ENOMEM) {
+            return SEND_QUEUE_FULL; // the provider's queue is fuller than ours says (device rounding)
+        }
+        throw VerbsException.of("ibv_post_send", rc);
+    }
+
+    private int postReceive(long wrId, RegisteredBuffer local, long localOffset, int length) {
+        posting.lock("receive");
+        try {
+            return postReceiveLocked(wrId, local, localOffset, length);
+        } finally {
+            posting.unlock();
+        }
+    }
+
+    private int postReceiveLocked(long wrId, RegisteredBuffer local, long localOffset, int length) {
         checkPostable("receive");
         local.checkRange(localOffset, length, "receive");
         if (recvCount - (long) RECV_DONE.getAcquire(this) >= config.maxRecvWr()) {
@@ -972,7 +1033,7 @@ public final class QueuePair extends QueueEndpoint {
             if (c.isReceive()) {
                 RECV_DONE.setRelease(this, recvDone + 1);
             } else if (coverHead != (long) COVER_TAIL.getAcquire(this)) {
-                int cover = coverRing[(int) (coverHead % coverRing.length)];
+                int cover = coverRing[(int) coverHead & coverMask];
                 coverHead++;
                 SEND_DONE.setRelease(this, sendDone + cover);
             }
@@ -980,6 +1041,11 @@ public final class QueuePair extends QueueEndpoint {
                 return true;
             }
         }
+        return settle(c, wrId, status);
+    }
+
+    /** The rest of {@link #onCompletion}, out of line so the hot success path stays small enough to inline. */
+    private boolean settle(Completion c, long wrId, int status) {
         CompletableFuture<?> future = null;
         String what = null;
         synchronized (this) {
@@ -1034,8 +1100,14 @@ public final class QueuePair extends QueueEndpoint {
                 pending[i] = null;
             }
         }
-        int rc = foreign ? 0 : verbs_h.ibv_destroy_qp(qp);
-        arena.close();
+        int rc;
+        posting.lock("close"); // waits for a post in progress; later posts see the queue pair closed
+        try {
+            rc = foreign ? 0 : verbs_h.ibv_destroy_qp(qp);
+            arena.close();
+        } finally {
+            posting.unlock();
+        }
         for (CompletableFuture<?> f : orphans) {
             f.completeExceptionally(new IllegalStateException("queue pair " + number
                     + " was closed with this operation in flight"));

@@ -9,7 +9,8 @@ import java.util.List;
  * closes first (in reverse order of creation), and an idempotent {@link #close()}.
  *
  * <p>Thread-safety: {@link #close()} may be called from any thread, any number of times; the
- * subclass's operations and {@link #destroyNative()} run under this object's monitor, so a close
+ * subclass's operations and {@link #destroyNative()} run under this object's monitor (posts and
+ * polls under the queue's own lighter lock, which the destroy also takes), so a close
  * waits for an operation in progress and an operation after close throws.
  */
 public abstract sealed class Resource implements AutoCloseable
@@ -17,7 +18,7 @@ public abstract sealed class Resource implements AutoCloseable
     private final String kind;
     private final Resource parent;
     private final List<Resource> children = new ArrayList<>();
-    /** Written under the monitor; volatile so {@link #isClosed()} needs no lock (pollers ask every cycle). */
+    /** Written under the monitor; volatile so {@link #isClosed()} and the posts and polls need no monitor. */
     private volatile boolean closed;
 
     Resource(String kind, Resource parent) {
@@ -54,7 +55,8 @@ public abstract sealed class Resource implements AutoCloseable
     }
 
     /**
-     * Throws when closed. Called under this object's monitor by the operations.
+     * Throws when closed. Called by the operations under this object's monitor (posts and polls
+     * under their queue's lock, which the destroy takes too).
      *
      * @param operation what the caller tried, for the message
      */

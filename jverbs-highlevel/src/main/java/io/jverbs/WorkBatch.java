@@ -150,7 +150,7 @@ public final class WorkBatch {
             flags = verbs_h.IBV_SEND_INLINE;
         }
         WorkRequests.send(memory, base, wr, sge, wrId, opcode, flags, 0, data, length, local.lkey());
-        WorkRequests.rdma(memory, wr, remoteAddress, rkey);
+        WorkRequests.rdma(base + wr, remoteAddress, rkey);
         if (i > 0) {
             memory.set(LONG, (i - 1) * WR_BYTES + ibv_send_wr.next$OFFSET, base + wr);
         }

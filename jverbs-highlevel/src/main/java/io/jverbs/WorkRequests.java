@@ -16,6 +16,8 @@ import java.lang.invoke.MethodHandle;
 final class WorkRequests {
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
+    /** All of memory: the queues' own request memory is written by absolute address (no per-access scope checks). */
+    private static final MemorySegment ALL = NativeAccess.everything();
     /**
      * {@code int post(qp, wr, bad_wr)}, the shape of the provider's post_send and post_recv:
      * critical (short, never blocking; the provider's queue lock is held only inside the call),
@@ -38,36 +40,47 @@ final class WorkRequests {
      */
     static void send(MemorySegment m, long base, long wr, long sge, long wrId, int opcode, int flags, int immediate,
                      long data, int length, int lkey) {
-        m.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId);
-        m.set(LONG, wr + ibv_send_wr.next$OFFSET, 0L);
-        m.set(LONG, wr + ibv_send_wr.sg_list$OFFSET, base + sge);
-        m.set(INT, wr + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
-        m.set(INT, wr + ibv_send_wr.opcode$OFFSET, opcode);
-        m.set(INT, wr + ibv_send_wr.send_flags$OFFSET, flags);
-        m.set(INT, wr + ibv_send_wr.imm_data$OFFSET, Integer.reverseBytes(immediate));
-        sge(m, sge, data, length, lkey);
+        m.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId); // the one checked access: m is open
+        long w = base + wr;
+        ALL.set(LONG, w + ibv_send_wr.next$OFFSET, 0L);
+        ALL.set(LONG, w + ibv_send_wr.sg_list$OFFSET, base + sge);
+        ALL.set(INT, w + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
+        ALL.set(INT, w + ibv_send_wr.opcode$OFFSET, opcode);
+        ALL.set(INT, w + ibv_send_wr.send_flags$OFFSET, flags);
+        ALL.set(INT, w + ibv_send_wr.imm_data$OFFSET, Integer.reverseBytes(immediate));
+        sge(base + sge, data, length, lkey);
     }
 
     /** Fills a receive request and its SGE. */
     static void receive(MemorySegment m, long base, long wr, long sge, long wrId, long data, int length, int lkey) {
-        m.set(LONG, wr + ibv_recv_wr.wr_id$OFFSET, wrId);
-        m.set(LONG, wr + ibv_recv_wr.next$OFFSET, 0L);
-        m.set(LONG, wr + ibv_recv_wr.sg_list$OFFSET, base + sge);
-        m.set(INT, wr + ibv_recv_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
-        sge(m, sge, data, length, lkey);
+        m.set(LONG, wr + ibv_recv_wr.wr_id$OFFSET, wrId); // the one checked access: m is open
+        long w = base + wr;
+        ALL.set(LONG, w + ibv_recv_wr.next$OFFSET, 0L);
+        ALL.set(LONG, w + ibv_recv_wr.sg_list$OFFSET, base + sge);
+        ALL.set(INT, w + ibv_recv_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
+        sge(base + sge, data, length, lkey);
     }
 
-    private static void sge(MemorySegment m, long sge, long data, int length, int lkey) {
-        m.set(LONG, sge + ibv_sge.addr$OFFSET, data);
-        m.set(INT, sge + ibv_sge.length$OFFSET, length);
-        m.set(INT, sge + ibv_sge.lkey$OFFSET, lkey);
+    private static void sge(long sge, long data, int length, int lkey) {
+        ALL.set(LONG, sge + ibv_sge.addr$OFFSET, data);
+        ALL.set(INT, sge + ibv_sge.length$OFFSET, length);
+        ALL.set(INT, sge + ibv_sge.lkey$OFFSET, lkey);
+    }
+
+    /** The atomic union part: remote address, rkey, compare (or add) and swap operands. */
+    static void atomic(long wrAddress, long remoteAddress, int rkey, long compareAdd, long swap) {
+        long u = wrAddress + ibv_send_wr.wr$OFFSET;
+        ALL.set(LONG, u + ibv_send_wr.wr.atomic.remote_addr$OFFSET, remoteAddress);
+        ALL.set(LONG, u + ibv_send_wr.wr.atomic.compare_add$OFFSET, compareAdd);
+        ALL.set(LONG, u + ibv_send_wr.wr.atomic.swap$OFFSET, swap);
+        ALL.set(INT, u + ibv_send_wr.wr.atomic.rkey$OFFSET, rkey);
     }
 
     /** The RDMA union part: remote address and rkey. */
-    static void rdma(MemorySegment m, long wr, long remoteAddress, int rkey) {
-        long u = wr + ibv_send_wr.wr$OFFSET;
-        m.set(LONG, u + ibv_send_wr.wr.rdma.remote_addr$OFFSET, remoteAddress);
-        m.set(INT, u + ibv_send_wr.wr.rdma.rkey$OFFSET, rkey);
+    static void rdma(long wrAddress, long remoteAddress, int rkey) {
+        long u = wrAddress + ibv_send_wr.wr$OFFSET;
+        ALL.set(LONG, u + ibv_send_wr.wr.rdma.remote_addr$OFFSET, remoteAddress);
+        ALL.set(INT, u + ibv_send_wr.wr.rdma.rkey$OFFSET, rkey);
     }
 
     /** The remote address of {@code [offset, offset + length)} in {@code remote}, or an exception naming the operation. */
