@@ -3,26 +3,41 @@ package io.jverbs;
 import io.jverbs.ibverbs.raw.ibv_wc;
 import io.jverbs.ibverbs.raw.verbs_h;
 
+import io.jverbs.ibverbs.internal.NativeAccess;
+
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
  * One work completion, as a reused view over the completion queue's {@code struct ibv_wc} array:
- * valid only inside {@link CompletionHandler#onCompletion(Completion)}. Reading it allocates
- * nothing. Not thread-safe (it belongs to the polling thread).
+ * valid only inside {@link CompletionHandler#onCompletion(Completion)} (kept beyond it, it shows
+ * whatever the queue's next poll wrote, or the last completion once the queue is closed; never
+ * freed memory). Reading it allocates nothing. Not thread-safe (it belongs to the polling thread).
  */
 public final class Completion {
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
+    /** All of memory: the view reads its array by address (the array below can never be freed while this view is reachable). */
+    private static final MemorySegment ALL = NativeAccess.everything();
+    /** The {@code ibv_wc} array, from an automatic arena: it lives as long as this view, whatever closes. */
     private final MemorySegment array;
+    private final long address;
     private long base;
 
-    Completion(MemorySegment array) {
-        this.array = array;
+    Completion(int entries) {
+        this.array = Arena.ofAuto().allocate(ibv_wc.LAYOUT, entries);
+        this.address = array.address();
+        this.base = address;
+    }
+
+    /** The array the provider's poll_cq fills. */
+    long arrayAddress() {
+        return address;
     }
 
     void at(int index) {
-        base = index * ibv_wc.sizeof();
+        base = address + index * ibv_wc.sizeof();
     }
 
     /**
@@ -31,7 +46,7 @@ public final class Completion {
      * @return the caller's work-request id
      */
     public long wrId() {
-        return array.get(LONG, base + ibv_wc.wr_id$OFFSET);
+        return ALL.get(LONG, base + ibv_wc.wr_id$OFFSET);
     }
 
     /**
@@ -40,7 +55,7 @@ public final class Completion {
      * @return an {@code ibv_wc_status} ({@link WcStatus#SUCCESS} = 0)
      */
     public int status() {
-        return array.get(INT, base + ibv_wc.status$OFFSET);
+        return ALL.get(INT, base + ibv_wc.status$OFFSET);
     }
 
     /**
@@ -67,7 +82,7 @@ public final class Completion {
      * @return an {@code ibv_wc_opcode}
      */
     public int opcode() {
-        return array.get(INT, base + ibv_wc.opcode$OFFSET);
+        return ALL.get(INT, base + ibv_wc.opcode$OFFSET);
     }
 
     /**
@@ -85,7 +100,7 @@ public final class Completion {
      * @return the device's own error code (0 on success)
      */
     public int vendorError() {
-        return array.get(INT, base + ibv_wc.vendor_err$OFFSET);
+        return ALL.get(INT, base + ibv_wc.vendor_err$OFFSET);
     }
 
     /**
@@ -94,7 +109,7 @@ public final class Completion {
      * @return bytes
      */
     public int byteLength() {
-        return array.get(INT, base + ibv_wc.byte_len$OFFSET);
+        return ALL.get(INT, base + ibv_wc.byte_len$OFFSET);
     }
 
     /**
@@ -103,7 +118,7 @@ public final class Completion {
      * @return true when {@link #immediateData()} is meaningful
      */
     public boolean hasImmediate() {
-        return (array.get(INT, base + ibv_wc.wc_flags$OFFSET) & verbs_h.IBV_WC_WITH_IMM) != 0;
+        return (ALL.get(INT, base + ibv_wc.wc_flags$OFFSET) & verbs_h.IBV_WC_WITH_IMM) != 0;
     }
 
     /**
@@ -112,7 +127,7 @@ public final class Completion {
      * @return the 32-bit value the sender attached
      */
     public int immediateData() {
-        return Integer.reverseBytes(array.get(INT, base + ibv_wc.imm_data$OFFSET));
+        return Integer.reverseBytes(ALL.get(INT, base + ibv_wc.imm_data$OFFSET));
     }
 
     /**
@@ -121,7 +136,7 @@ public final class Completion {
      * @return the QP number this completion belongs to
      */
     public int qpNumber() {
-        return array.get(INT, base + ibv_wc.qp_num$OFFSET);
+        return ALL.get(INT, base + ibv_wc.qp_num$OFFSET);
     }
 
     @Override

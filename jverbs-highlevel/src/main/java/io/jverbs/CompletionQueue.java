@@ -8,7 +8,6 @@ import io.jverbs.ibverbs.raw.ibv_comp_channel;
 import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_context_ops;
 import io.jverbs.ibverbs.raw.ibv_cq;
-import io.jverbs.ibverbs.raw.ibv_wc;
 import io.jverbs.ibverbs.raw.verbs_h;
 
 import java.lang.foreign.Arena;
@@ -47,7 +46,6 @@ public final class CompletionQueue extends Resource {
     private final MemorySegment cq;
     private final MemorySegment channel;
     private final Arena arena = Arena.ofShared();
-    private final MemorySegment wc;
     private final MemorySegment pollFd;
     private final MemorySegment pollFn;
     private final long cqAddress;
@@ -82,11 +80,10 @@ public final class CompletionQueue extends Resource {
         this.cq = cq;
         this.channel = channel;
         this.capacity = capacity;
-        this.wc = arena.allocate(ibv_wc.LAYOUT, MAX_BATCH);
         this.pollFd = arena.allocate(Fds.POLLFD_BYTES);
-        this.view = new Completion(wc);
+        this.view = new Completion(MAX_BATCH);
         this.cqAddress = cq.address();
-        this.wcAddress = wc.address();
+        this.wcAddress = view.arrayAddress();
         // The provider's poll_cq, resolved once: a context's ops table never changes.
         MemorySegment ctx = ibv_cq.context(cq.reinterpret(ibv_cq.sizeof())).reinterpret(ibv_context.sizeof());
         this.pollFn = WorkRequests.providerOp(ctx, ibv_context_ops.poll_cq$OFFSET, "ibv_poll_cq");

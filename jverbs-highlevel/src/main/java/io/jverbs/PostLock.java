@@ -20,14 +20,15 @@ final class PostLock {
 
     static {
         try {
-            OWNER = MethodHandles.lookup().findVarHandle(PostLock.class, "owner", Thread.class);
+            OWNER = MethodHandles.lookup().findVarHandle(PostLock.class, "owner", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
+    /** The holder's {@link Thread#threadId()}, 0 when free: a long, so taking and giving back need no GC barrier. */
     @SuppressWarnings("unused") // through OWNER
-    private volatile Thread owner;
+    private volatile long owner;
 
     /**
      * Takes the lock, waiting for its holder.
@@ -36,15 +37,15 @@ final class PostLock {
      * @throws IllegalStateException when the calling thread holds it already
      */
     void lock(String what) {
-        Thread me = Thread.currentThread();
-        if (!OWNER.compareAndSet(this, (Thread) null, me)) {
+        long me = Thread.currentThread().threadId();
+        if (!OWNER.compareAndSet(this, 0L, me)) {
             lockSlow(me, what);
         }
     }
 
-    private void lockSlow(Thread me, String what) {
-        for (int spins = 0; !OWNER.compareAndSet(this, (Thread) null, me); spins++) {
-            if ((Thread) OWNER.getOpaque(this) == me) {
+    private void lockSlow(long me, String what) {
+        for (int spins = 0; !OWNER.compareAndSet(this, 0L, me); spins++) {
+            if ((long) OWNER.getOpaque(this) == me) {
                 throw new IllegalStateException(what + " re-entered by the thread already inside it (from a completion handler?)");
             }
             if (spins < 64) {
@@ -59,7 +60,7 @@ final class PostLock {
 
     /** Gives the lock back; only its holder calls this. */
     void unlock() {
-        OWNER.setRelease(this, (Thread) null);
+        OWNER.setRelease(this, 0L);
     }
 
     /**
@@ -68,6 +69,6 @@ final class PostLock {
      * @return true inside the holder's critical section
      */
     boolean heldByCurrentThread() {
-        return (Thread) OWNER.getOpaque(this) == Thread.currentThread();
+        return (long) OWNER.getOpaque(this) == Thread.currentThread().threadId();
     }
 }

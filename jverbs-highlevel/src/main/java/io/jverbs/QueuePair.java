@@ -93,6 +93,9 @@ public final class QueuePair extends QueueEndpoint {
     private final Context.PortAttributes port;
     private final int maxInline;
     private final Arena arena = Arena.ofShared();
+    /** {@code config.maxSendWr()} and {@code config.signalEvery()}, read by every post. */
+    private final int sendDepth;
+    private final int signalEvery;
     /** Taken by every post and by the destroy: posts from any thread are serialized, and close waits for one in progress. */
     private final PostLock posting = new PostLock();
     private final MemorySegment scratch;
@@ -172,6 +175,8 @@ public final class QueuePair extends QueueEndpoint {
         this.postRecvFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
         this.coverRing = new int[Integer.highestOneBit(Math.max(1, config.maxSendWr() - 1)) << 1];
         this.coverMask = coverRing.length - 1;
+        this.sendDepth = config.maxSendWr();
+        this.signalEvery = config.signalEvery();
         int slots = config.maxSendWr() + config.maxRecvWr();
         this.pending = new CompletableFuture<?>[slots];
         this.pendingWhat = new String[slots];
@@ -883,13 +888,18 @@ public final class QueuePair extends QueueEndpoint {
         return wrId;
     }
 
+    /** One volatile read on the data path: the destroy sets {@link State#CLOSED} under the posting lock. */
     private void checkPostable(String what) {
-        ensureOpen(what);
         if (state != State.CONNECTED) {
-            throw new IllegalStateException(state == State.PREPARED
+            throw notPostable(what);
+        }
+    }
+
+    private IllegalStateException notPostable(String what) {
+        ensureOpen(what);
+        return new IllegalStateException(state == State.PREPARED
                     ? "queue pair " + number + " is not connected yet: connect(peerEndpoint) before " + what
                     : "queue pair " + number + " is in error (" + errorText + "): " + what + " refused; make a new one");
-        }
     }
 
     private int postSend(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
@@ -911,11 +921,11 @@ public final class QueuePair extends QueueEndpoint {
         local.checkRange(localOffset, length, what);
         long remoteAddress = remote == null ? 0 : remoteTarget(remote, remoteOffset, length, opcode, what);
         int outstanding = sendOutstanding();
-        int depth = config.maxSendWr();
+        int depth = sendDepth;
         if (outstanding >= depth) {
             return SEND_QUEUE_FULL;
         }
-        boolean signal = signaled || unsignaledRun + 1 >= config.signalEvery() || outstanding + 1 >= depth;
+        boolean signal = signaled || unsignaledRun + 1 >= signalEvery || outstanding + 1 >= depth;
         fill(wrId, opcode, local, localOffset, length, remoteAddress, remote == null ? 0 : remote.rkey(), immediate,
                 compareAdd, swap, signal);
         if (signal) {
@@ -953,8 +963,8 @@ public final class QueuePair extends QueueEndpoint {
             dataAddress = copyInline(local, localOffset, length);
             flags |= verbs_h.IBV_SEND_INLINE;
         }
-        WorkRequests.send(scratch, scratchAddress, SEND_WR, SEND_SGE, wrId, opcode, flags, immediate, dataAddress,
-                length, local.lkey());
+        WorkRequests.send(scratchAddress + SEND_WR, scratchAddress + SEND_SGE, wrId, opcode, flags, immediate,
+                dataAddress, length, local.lkey()); // scratch lives until the destroy, which waits for this post
         if (atomic) {
             WorkRequests.atomic(scratchAddress + SEND_WR, remoteAddress, rkey, compareAdd, swap);
         } else {
@@ -1103,6 +1113,7 @@ public final class QueuePair extends QueueEndpoint {
         int rc;
         posting.lock("close"); // waits for a post in progress; later posts see the queue pair closed
         try {
+            state = State.CLOSED;
             rc = foreign ? 0 : verbs_h.ibv_destroy_qp(qp);
             arena.close();
         } finally {

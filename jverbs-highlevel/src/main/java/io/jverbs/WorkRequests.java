@@ -31,7 +31,8 @@ final class WorkRequests {
     }
 
     /**
-     * Fills a send request's common part and its SGE; the caller fills the opcode's union part.
+     * Fills a send request's common part and its SGE in memory the caller keeps alive (checked
+     * through {@code m}); the caller fills the opcode's union part.
      *
      * @param m       the memory holding both
      * @param wr      offset of the request in {@code m}
@@ -41,14 +42,26 @@ final class WorkRequests {
     static void send(MemorySegment m, long base, long wr, long sge, long wrId, int opcode, int flags, int immediate,
                      long data, int length, int lkey) {
         m.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId); // the one checked access: m is open
-        long w = base + wr;
-        ALL.set(LONG, w + ibv_send_wr.next$OFFSET, 0L);
-        ALL.set(LONG, w + ibv_send_wr.sg_list$OFFSET, base + sge);
-        ALL.set(INT, w + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
-        ALL.set(INT, w + ibv_send_wr.opcode$OFFSET, opcode);
-        ALL.set(INT, w + ibv_send_wr.send_flags$OFFSET, flags);
-        ALL.set(INT, w + ibv_send_wr.imm_data$OFFSET, Integer.reverseBytes(immediate));
-        sge(base + sge, data, length, lkey);
+        send(base + wr, base + sge, wrId, opcode, flags, immediate, data, length, lkey);
+    }
+
+    /**
+     * Fills a send request's common part and its SGE by address, for a queue's own request memory,
+     * which lives until the queue's destroy (and that waits for the post in progress).
+     *
+     * @param wr  the request's address
+     * @param sge the SGE's address
+     */
+    static void send(long wr, long sge, long wrId, int opcode, int flags, int immediate, long data, int length,
+                     int lkey) {
+        ALL.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId);
+        ALL.set(LONG, wr + ibv_send_wr.next$OFFSET, 0L);
+        ALL.set(LONG, wr + ibv_send_wr.sg_list$OFFSET, sge);
+        ALL.set(INT, wr + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
+        ALL.set(INT, wr + ibv_send_wr.opcode$OFFSET, opcode);
+        ALL.set(INT, wr + ibv_send_wr.send_flags$OFFSET, flags);
+        ALL.set(INT, wr + ibv_send_wr.imm_data$OFFSET, Integer.reverseBytes(immediate));
+        sge(sge, data, length, lkey);
     }
 
     /** Fills a receive request and its SGE. */
