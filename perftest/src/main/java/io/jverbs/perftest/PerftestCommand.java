@@ -108,6 +108,9 @@ final class PerftestCommand implements Callable<Integer> {
     Double maxLatP99;
     @Option(names = "--plot", paramLabel = "<file.png>", description = "draw a PNG: latency percentiles, or bandwidth over time")
     Path plot;
+    @Option(names = "--plot-compare", paramLabel = "<c-output>", description = "with --plot: draw C perftest's result of the"
+            + " same test beside jverbs' (the C tool's printed output saved to a file, or its --out_json file)")
+    Path plotCompare;
     @Option(names = "--hdr_log", paramLabel = "<file>", description = "latency: write the HdrHistogram log of the run")
     Path hdrLog;
     @Option(names = "--alloc_report", description = "print the bytes the measured loop allocated")
@@ -129,6 +132,7 @@ final class PerftestCommand implements Callable<Integer> {
     int mtuEnum;
     boolean cas;
     boolean postListNote;
+    CReference cReference;
 
     PerftestCommand(Verb verb, Kind kind) {
         this.verb = verb;
@@ -311,6 +315,8 @@ final class PerftestCommand implements Callable<Integer> {
         if (duration()) {
             noPeak = true;
         }
+        refuse(plotCompare != null && plot == null, "--plot-compare needs --plot <file.png>");
+        cReference = plotCompare != null ? CReference.read(plotCompare, bw) : null;
         refuse(minBw != null && !bw, "--min-bw is for BW tests");
         refuse(maxLatP99 != null && bw, "--max-lat-p99 is for latency tests");
         refuse(maxLatP99 != null && duration(), "--max-lat-p99 needs iterations (duration mode reports no percentiles)");

@@ -265,7 +265,7 @@ final class Run {
         oob.finish(true);
         if (c.plot != null && lastLoop != null && (sender || receiver)) {
             Outputs.plotBandwidth(c.plot, c.name() + " " + last.size() + " B, jverbs " + (c.isServer() ? "server" : "client"),
-                    lastLoop.binRates());
+                    lastLoop.binRates(), last.avg(), c.cReference);
         }
         if (c.minBw != null && last != null) {
             double avgMb = c.reportGbits ? last.avg() * 125_000_000.0 / (1 << 20) : last.avg();
@@ -381,7 +381,7 @@ final class Run {
         }
         if (c.plot != null && last != null) {
             Outputs.plotLatency(c.plot, c.name() + " " + c.sizes[c.sizes.length - 1] + " B, jverbs "
-                    + (c.isServer() ? "server" : "client"), last);
+                    + (c.isServer() ? "server" : "client"), last, c.cReference);
         }
         if (c.maxLatP99 != null && lastStats != null && lastStats.p99() > c.maxLatP99) {
             thresholdMiss = String.format(java.util.Locale.ROOT, "99%% latency %.2f usec is above --max-lat-p99 %.2f",

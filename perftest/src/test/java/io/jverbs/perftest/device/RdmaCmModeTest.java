@@ -111,11 +111,18 @@ class RdmaCmModeTest {
             CompletableFuture<Perf.Result> js = Perf.start(javaArgs.toArray(String[]::new));
             awaitCmListener(port, 60_000, js); // C's client does not retry a refused control connection
             cArgs.add(ip(device));
-            Perf.CTool cc = Perf.CTool.start(tool, cArgs);
-            try {
-                c = cc.await();
-            } finally {
-                cc.kill();
+            for (int attempt = 1; ; attempt++) {
+                Perf.CTool cc = Perf.CTool.start(tool, cArgs);
+                try {
+                    c = cc.await();
+                } finally {
+                    cc.kill();
+                }
+                // REJECTED (event 8): the listener seen was not ready yet; the Java server still waits
+                if (c.exit() == 0 || !c.out().contains("Unexpected CM event bl blka 8") || js.isDone() || attempt == 5) {
+                    break;
+                }
+                Thread.sleep(500);
             }
             java = Perf.await(js);
         }
