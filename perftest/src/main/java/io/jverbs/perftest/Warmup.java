@@ -30,7 +30,7 @@ final class Warmup implements CompletionHandler {
             (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     private static final int BATCH = 256;
-    private static final int MAX_BATCHES = 48;
+    private static final int MAX_BATCHES = 24;
     private static final int DEPTH = 32;
     private final PerftestCommand c;
     private int sends;
@@ -70,12 +70,14 @@ final class Warmup implements CompletionHandler {
             b.connect(a.localEndpoint());
             Warmup w = new Warmup(c);
             WorkBatch batch = c.postList > 1 ? a.newBatch(Math.min(c.postList, DEPTH)) : null;
+            long half = buf.segment().byteSize() / 2;
+            RemoteBuffer remote = new RemoteBuffer(buf.address() + half, half, buf.rkey());
             long last = -1;
             int n = 0;
             int zeroRuns = 0;
             while (n < MAX_BATCHES && zeroRuns < 2) {
                 long before = THREADS.getCurrentThreadAllocatedBytes();
-                w.batch(cq, a, b, buf, batch);
+                w.batch(cq, a, b, buf, remote, batch);
                 last = THREADS.getCurrentThreadAllocatedBytes() - before;
                 n++;
                 zeroRuns = last == 0 ? zeroRuns + 1 : 0;
@@ -100,11 +102,10 @@ final class Warmup implements CompletionHandler {
     }
 
     /** One batch: BATCH operations of the test's verb, each waited for, through the same calls the loops make. */
-    private void batch(CompletionQueue cq, QueuePair a, QueuePair b, RegisteredBuffer buf, WorkBatch list) {
+    private void batch(CompletionQueue cq, QueuePair a, QueuePair b, RegisteredBuffer buf, RemoteBuffer remote, WorkBatch list) {
         MemorySegment mem = buf.segment();
         long half = mem.byteSize() / 2;
         int size = (int) Math.min(Math.max(1, c.size), half);
-        RemoteBuffer remote = new RemoteBuffer(buf.address() + half, half, buf.rkey());
         for (int i = 0; i < BATCH; i++) {
             long id = ((long) i << 16) | 1;
             // what the latency loops touch besides posting and polling
