@@ -346,11 +346,16 @@ final class Run {
                 loop.prepostReceives();
                 sync("the sync before the run");
             }
+            if (c.verb == Verb.WRITE) {
+                loop.prelink();
+            }
             long before = THREADS.getCurrentThreadAllocatedBytes();
-            switch (c.verb) {
-                case WRITE -> loop.runWrite();
-                case SEND -> loop.runSend();
-                default -> loop.runReadOrAtomic();
+            if (c.verb == Verb.WRITE) {
+                loop.runWrite();
+            } else if (c.verb == Verb.SEND) {
+                loop.runSend();
+            } else {
+                loop.runReadOrAtomic();
             }
             long after = THREADS.getCurrentThreadAllocatedBytes();
             allocated = Math.max(allocated, 0) + (after - before);
