@@ -44,6 +44,9 @@ final class CmOob extends Oob implements CompletionHandler {
     private int receivedBytes;
     private int failedStatus = -1;
     private boolean failedReceive;
+    private boolean peerGone;
+    /** IBV_WC_WR_FLUSH_ERR. */
+    private static final int FLUSH = WcStatus.WR_FLUSH_ERR;
 
     private CmOob(boolean server, long timeoutMs, String peer, CompletionQueue cq, RegisteredBuffer buf, QueuePair qp,
                   CmConnection connection, int gidIndex) {
@@ -248,6 +251,9 @@ final class CmOob extends Oob implements CompletionHandler {
         long deadline = waitMs <= 0 ? Long.MAX_VALUE : System.nanoTime() + waitMs * 1_000_000;
         int idle = 0;
         while (!received) {
+            if (peerGone) {
+                throw new PerftestException("the peer " + peer + " disconnected (rdma_cm) while this side waited for " + what);
+            }
             if (pollOnce(what) == 0) {
                 if (System.nanoTime() > deadline) {
                     throw new PerftestException("the peer " + peer + " sent nothing within " + seconds(waitMs)
@@ -266,7 +272,16 @@ final class CmOob extends Oob implements CompletionHandler {
         int n = receivedBytes;
         byte[] theirs = new byte[Math.min(n, SLOT)];
         MemorySegment.copy(mem, ValueLayout.JAVA_BYTE, 0, theirs, 0, theirs.length);
-        postReceive();
+        try {
+            postReceive();
+        } catch (PerftestException e) {
+            // After the session's last message the peer may disconnect at once: only a later
+            // receive needs this one, and it then reports the disconnect.
+            if (!connection.isDisconnected()) {
+                throw e;
+            }
+            peerGone = true;
+        }
         if (n < min || n > max) {
             throw new PerftestException("the peer " + peer + " sent " + n + " bytes where " + what + " has "
                     + (min == max ? min : min + " or " + max) + " (" + QpRecord.printable(theirs) + ")");
@@ -289,6 +304,13 @@ final class CmOob extends Oob implements CompletionHandler {
             got = cq.poll(this, 4);
         } catch (IllegalStateException | VerbsException e) {
             throw new PerftestException("the rdma_cm control channel failed while waiting for " + what + ": " + e.getMessage(), e);
+        }
+        if (failedStatus == FLUSH && !failedReceive && connection.isDisconnected()) {
+            // our send was flushed because the peer disconnected right after it received it (the
+            // end of a session, as C's peers do); a later receive reports the disconnect
+            failedStatus = -1;
+            sendDone = true;
+            peerGone = true;
         }
         if (failedStatus >= 0) {
             String status = WcStatus.name(failedStatus);
