@@ -45,6 +45,16 @@ public final class Compare {
      * @throws Exception when a run fails
      */
     public static void main(String[] args) throws Exception {
+        if (args.length == 2 && args[0].equals("--replot")) {
+            // draws the charts again from a JSON this harness wrote (no device needed)
+            Path in = Path.of(args[1]);
+            @SuppressWarnings("unchecked")
+            Map<String, Object> saved = new ObjectMapper().readValue(in.toFile(), Map.class);
+            @SuppressWarnings("unchecked")
+            List<Map<String, Object>> savedRows = (List<Map<String, Object>>) saved.get("cases");
+            plot(savedRows, in);
+            return;
+        }
         String dev = "rxe0";
         String gid = "1";
         String ip = "10.0.2.15";

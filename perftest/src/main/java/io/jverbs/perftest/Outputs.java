@@ -229,7 +229,10 @@ final class Outputs {
             d.addValue(java[i], "jverbs-perftest", cases.get(i));
         }
         JFreeChart chart = ChartFactory.createBarChart(title, "case", valueAxis, d, PlotOrientation.VERTICAL, true, false, false);
-        save(file, chart, Math.max(900, 110 * cases.size()), 500);
+        org.jfree.chart.axis.CategoryAxis axis = chart.getCategoryPlot().getDomainAxis();
+        axis.setCategoryLabelPositions(org.jfree.chart.axis.CategoryLabelPositions.UP_45);
+        axis.setMaximumCategoryLabelWidthRatio(2.0f);
+        save(file, chart, Math.max(900, 110 * cases.size()), 560);
     }
 
     private static void save(Path file, JFreeChart chart) {
