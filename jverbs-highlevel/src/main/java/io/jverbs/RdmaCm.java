@@ -203,6 +203,11 @@ public final class RdmaCm {
                 ibv_qp_attr.qp_access_flags(attr, verbs_h.IBV_ACCESS_LOCAL_WRITE | verbs_h.IBV_ACCESS_REMOTE_WRITE
                         | verbs_h.IBV_ACCESS_REMOTE_READ | verbs_h.IBV_ACCESS_REMOTE_ATOMIC);
                 m |= verbs_h.IBV_QP_ACCESS_FLAGS;
+            } else if (state == verbs_h.IBV_QPS_RTR) {
+                // The kernel CM leaves min_rnr_timer 0, which encodes the longest RNR wait (655 ms):
+                // a sender that finds no receive posted would stall that long. 12 (0.64 ms) as in connect().
+                ibv_qp_attr.min_rnr_timer(attr, (byte) 12);
+                m |= verbs_h.IBV_QP_MIN_RNR_TIMER;
             } else if (state == verbs_h.IBV_QPS_RTS) {
                 ibv_qp_attr.timeout(attr, (byte) qp.config().timeout());
                 ibv_qp_attr.retry_cnt(attr, (byte) qp.config().retryCount());

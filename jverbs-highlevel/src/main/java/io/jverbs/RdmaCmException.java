@@ -41,4 +41,17 @@ public class RdmaCmException extends RuntimeException {
     public int errno() {
         return errno;
     }
+
+    /**
+     * Returns whether the attempt was refused rather than lost: the peer's node answered that
+     * nothing accepts on that port (REJECTED), or the address did not resolve yet (ADDR_ERROR).
+     * A client that starts before its server may retry these; a timeout or an unreachable peer
+     * is not one of them.
+     *
+     * @return true for REJECTED and ADDR_ERROR
+     */
+    public boolean isRefusal() {
+        return event == io.jverbs.rdmacm.raw.rdma_cma_h.RDMA_CM_EVENT_REJECTED
+                || event == io.jverbs.rdmacm.raw.rdma_cma_h.RDMA_CM_EVENT_ADDR_ERROR;
+    }
 }

@@ -45,6 +45,16 @@ public final class Compare {
      * @throws Exception when a run fails
      */
     public static void main(String[] args) throws Exception {
+        if (args.length == 2 && args[0].equals("--replot")) {
+            // draws the charts again from a JSON this harness wrote (no device needed)
+            Path in = Path.of(args[1]);
+            @SuppressWarnings("unchecked")
+            Map<String, Object> saved = new ObjectMapper().readValue(in.toFile(), Map.class);
+            @SuppressWarnings("unchecked")
+            List<Map<String, Object>> savedRows = (List<Map<String, Object>>) saved.get("cases");
+            plot(savedRows, in);
+            return;
+        }
         String dev = "rxe0";
         String gid = "1";
         String ip = "10.0.2.15";
@@ -128,8 +138,37 @@ public final class Compare {
         root.put("failed_runs", failures);
         new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), root);
         printTable(rows);
+        plot(rows, json);
         if (!failures.isEmpty()) {
             System.out.println(failures.size() + " run(s) failed and were left out: " + failures);
+        }
+    }
+
+    /** Next to the JSON: {@code NAME-bw.png} and {@code NAME-lat.png}, C's and jverbs' medians per case as bars. */
+    @SuppressWarnings("unchecked")
+    private static void plot(List<Map<String, Object>> rows, Path json) {
+        String base = json.toString().replaceFirst("\\.json$", "");
+        for (boolean bw : new boolean[] {true, false}) {
+            List<String> names = new ArrayList<>();
+            List<double[]> values = new ArrayList<>();
+            for (Map<String, Object> r : rows) {
+                if (((String) r.get("test")).endsWith("_bw") != bw) {
+                    continue;
+                }
+                Map<String, Object> m = (Map<String, Object>) r.get(bw ? "bw_avg_MBps" : "t_typical_usec");
+                if (m.get("c") instanceof Double cv && m.get("java") instanceof Double jv && !cv.isNaN() && !jv.isNaN()) {
+                    names.add(r.get("test") + " " + r.get("size") + " B");
+                    values.add(new double[] {cv, jv});
+                }
+            }
+            if (names.isEmpty()) {
+                continue;
+            }
+            Path png = Path.of(base + (bw ? "-bw.png" : "-lat.png"));
+            Outputs.plotComparison(png, bw ? "BW average, median of the runs (higher is better)"
+                            : "t_typical, median of the runs (lower is better)", bw ? "MB/sec" : "usec", names,
+                    values.stream().mapToDouble(v -> v[0]).toArray(), values.stream().mapToDouble(v -> v[1]).toArray());
+            System.out.println("plot: " + png);
         }
     }
 

@@ -135,6 +135,15 @@ final class Outputs {
 
     /** Latency: value at each percentile against 1/(1-p) on a log axis, so the tail gets room. */
     static void plotLatency(Path file, String title, Histogram h) {
+        plotLatency(file, title, h, null);
+    }
+
+    /**
+     * Latency, with C's figures of the same test beside jverbs' curve when {@code c} is given:
+     * its t_min, t_typical, 99% and 99.9% at their percentiles (C prints no more of its
+     * distribution).
+     */
+    static void plotLatency(Path file, String title, Histogram h, CReference c) {
         XYSeries series = new XYSeries("jverbs (usec)");
         for (double q : new double[] {0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999}) {
             if (h.getTotalCount() == 0) {
@@ -143,8 +152,12 @@ final class Outputs {
             series.add(1 / (1 - q / 100), h.getValueAtPercentile(q) / 1e3);
         }
         JFreeChart chart = ChartFactory.createXYLineChart(title, "percentile (1/(1-p): 10 = p90, 100 = p99, 1000 = p99.9)",
-                "latency [usec]", new XYSeriesCollection(series), PlotOrientation.VERTICAL, true, false, false);
+                "latency [usec]", dataset(series, c == null ? null : cLatency(c)), PlotOrientation.VERTICAL, true, false, false);
         XYPlot plot = chart.getXYPlot();
+        if (c != null) {
+            org.jfree.chart.renderer.xy.XYLineAndShapeRenderer r = new org.jfree.chart.renderer.xy.XYLineAndShapeRenderer(true, true);
+            plot.setRenderer(r);
+        }
         LogAxis x = new LogAxis("percentile (1/(1-p): 10 = p90, 100 = p99, 1000 = p99.9)");
         x.setBase(10);
         x.setSmallestValue(1);
@@ -154,19 +167,82 @@ final class Outputs {
 
     /** Bandwidth per 10 ms, against seconds. */
     static void plotBandwidth(Path file, String title, double[] rates) {
+        plotBandwidth(file, title, rates, Double.NaN, null);
+    }
+
+    /**
+     * Bandwidth per 10 ms, with jverbs' average as a line and, when {@code c} is given, C's
+     * average (and peak) of the same test as lines across the same time span.
+     */
+    static void plotBandwidth(Path file, String title, double[] rates, double javaAverage, CReference c) {
         XYSeries series = new XYSeries("jverbs (MB/sec per 10 ms)");
         for (int i = 0; i < rates.length; i++) {
             series.add(i * BwLoop.BIN_NS / 1e9, rates[i]);
         }
+        XYSeriesCollection data = new XYSeriesCollection(series);
+        double end = Math.max(1, rates.length) * BwLoop.BIN_NS / 1e9;
+        if (!Double.isNaN(javaAverage)) {
+            data.addSeries(flat(String.format(java.util.Locale.ROOT, "jverbs average %.2f", javaAverage), javaAverage, end));
+        }
+        if (c != null) {
+            data.addSeries(flat(c.label() + ": average", c.bwAverage(), end));
+            if (c.bwPeak() > 0) {
+                data.addSeries(flat("C perftest peak", c.bwPeak(), end));
+            }
+        }
         JFreeChart chart = ChartFactory.createXYLineChart(title, "time [s]", "bandwidth [MB/sec]",
-                new XYSeriesCollection(series), PlotOrientation.VERTICAL, true, false, false);
+                data, PlotOrientation.VERTICAL, true, false, false);
         save(file, chart);
     }
 
+    private static XYSeries flat(String name, double value, double end) {
+        XYSeries s = new XYSeries(name);
+        s.add(0, value);
+        s.add(end, value);
+        return s;
+    }
+
+    private static XYSeries cLatency(CReference c) {
+        XYSeries s = new XYSeries(c.label());
+        for (double[] p : c.latencyPoints()) {
+            s.add(1 / (1 - p[0] / 100), p[1]);
+        }
+        return s;
+    }
+
+    private static XYSeriesCollection dataset(XYSeries a, XYSeries b) {
+        XYSeriesCollection d = new XYSeriesCollection(a);
+        if (b != null) {
+            d.addSeries(b);
+        }
+        return d;
+    }
+
+    /**
+     * compare-perftest's picture: per case, C's and jverbs' medians side by side (bars), one
+     * chart for bandwidth (MB/s) and one for latency (t_typical, µs).
+     */
+    static void plotComparison(Path file, String title, String valueAxis, List<String> cases, double[] c, double[] java) {
+        org.jfree.data.category.DefaultCategoryDataset d = new org.jfree.data.category.DefaultCategoryDataset();
+        for (int i = 0; i < cases.size(); i++) {
+            d.addValue(c[i], "C perftest", cases.get(i));
+            d.addValue(java[i], "jverbs-perftest", cases.get(i));
+        }
+        JFreeChart chart = ChartFactory.createBarChart(title, "case", valueAxis, d, PlotOrientation.VERTICAL, true, false, false);
+        org.jfree.chart.axis.CategoryAxis axis = chart.getCategoryPlot().getDomainAxis();
+        axis.setCategoryLabelPositions(org.jfree.chart.axis.CategoryLabelPositions.UP_45);
+        axis.setMaximumCategoryLabelWidthRatio(2.0f);
+        save(file, chart, Math.max(900, 110 * cases.size()), 560);
+    }
+
     private static void save(Path file, JFreeChart chart) {
+        save(file, chart, 900, 500);
+    }
+
+    private static void save(Path file, JFreeChart chart, int width, int height) {
         System.setProperty("java.awt.headless", "true");
         try {
-            ChartUtils.saveChartAsPNG(file.toFile(), chart, 900, 500);
+            ChartUtils.saveChartAsPNG(file.toFile(), chart, width, height);
         } catch (IOException | RuntimeException | Error e) {
             throw new PerftestException("couldn't draw the plot " + file + ": " + e, e);
         }

@@ -55,7 +55,7 @@ final class PerftestCommand implements Callable<Integer> {
     Integer rxDepth;
     @Option(names = {"-I", "--inline_size"}, paramLabel = "<size>", description = "most bytes sent inline (default 0)")
     Integer inlineSize;
-    @Option(names = {"-R", "--rdma_cm"}, description = "connect the queue pairs with rdma_cm (not supported yet: refused)")
+    @Option(names = {"-R", "--rdma_cm"}, description = "connect the queue pairs with rdma_cm; the handshake then goes over an rdma_cm control queue pair on -p, no TCP")
     boolean rdmaCm;
     @Option(names = {"-b", "--bidirectional"}, description = "bidirectional bandwidth (BW tests)")
     boolean bidirectional;
@@ -108,10 +108,16 @@ final class PerftestCommand implements Callable<Integer> {
     Double maxLatP99;
     @Option(names = "--plot", paramLabel = "<file.png>", description = "draw a PNG: latency percentiles, or bandwidth over time")
     Path plot;
+    @Option(names = "--plot-compare", paramLabel = "<c-output>", description = "with --plot: draw C perftest's result of the"
+            + " same test beside jverbs' (the C tool's printed output saved to a file, or its --out_json file)")
+    Path plotCompare;
     @Option(names = "--hdr_log", paramLabel = "<file>", description = "latency: write the HdrHistogram log of the run")
     Path hdrLog;
     @Option(names = "--alloc_report", description = "print the bytes the measured loop allocated")
     boolean allocReport;
+    @Option(names = "--no_warmup", description = "skip the warm-up of the post/poll path on a loopback queue-pair pair"
+            + " before the handshake (the first run of a fresh JVM then allocates in its measured loop)")
+    boolean noWarmup;
 
     // resolved by check()
     int size;
@@ -126,6 +132,7 @@ final class PerftestCommand implements Callable<Integer> {
     int mtuEnum;
     boolean cas;
     boolean postListNote;
+    CReference cReference;
 
     PerftestCommand(Verb verb, Kind kind) {
         this.verb = verb;
@@ -171,7 +178,6 @@ final class PerftestCommand implements Callable<Integer> {
     /** The C checks (perftest_parameters.c), plus what this implementation cannot honour: exit 2. */
     void check() {
         boolean bw = kind == Kind.BW;
-        refuse(rdmaCm, "-R/--rdma_cm is not supported by jverbs-perftest yet (the TCP handshake is): run without -R");
         refuse(postList < 1, "-l/--post_list must be 1 or more");
         refuse(postList > 1 && !bw, "Post list is supported in BW tests only");
         refuse(postList > 1 && verb == Verb.ATOMIC, "-l/--post_list with atomics is not supported: jverbs-highlevel batches"
@@ -179,7 +185,7 @@ final class PerftestCommand implements Callable<Integer> {
         switch (connection) {
             case "RC" -> { }
             case "UC" -> refuse(true, verb == Verb.READ || verb == Verb.ATOMIC
-                    ? "UC connection not possible in READ/ATOMIC verbs" : "-c UC is not supported: jverbs-highlevel makes RC queue pairs only");
+                    ? "UC connection not possible in READ/ATOMIC verbs" : rdmaCm ? "UC is not supported in librdmacm" : "-c UC is not supported: jverbs-highlevel makes RC queue pairs only");
             case "UD" -> refuse(true, verb != Verb.SEND ? "UD connection only possible in SEND verb"
                     : "-c UD is not supported: jverbs-highlevel makes RC queue pairs only");
             case "XRC", "DC", "SRD", "RawEth" -> refuse(true, "-c " + connection
@@ -309,6 +315,8 @@ final class PerftestCommand implements Callable<Integer> {
         if (duration()) {
             noPeak = true;
         }
+        refuse(plotCompare != null && plot == null, "--plot-compare needs --plot <file.png>");
+        cReference = plotCompare != null ? CReference.read(plotCompare, bw) : null;
         refuse(minBw != null && !bw, "--min-bw is for BW tests");
         refuse(maxLatP99 != null && bw, "--max-lat-p99 is for latency tests");
         refuse(maxLatP99 != null && duration(), "--max-lat-p99 needs iterations (duration mode reports no percentiles)");

@@ -101,6 +101,43 @@ record QpRecord(int lid, int outReads, int qpn, int psn, int rkey, long vaddr, b
         }
     }
 
+    /** The binary record of {@code -R} mode in perftest 4.5 ({@code struct pingpong_dest}, 56 bytes). */
+    static final int BINARY = 56;
+    /** The binary record of perftest 6.29 and later (a tail-markers address added: 64 bytes). */
+    static final int BINARY_629 = 64;
+
+    /**
+     * The binary form C sends over the rdma_cm control queue pair (PERFTEST-WIRE.md §2): lid,
+     * out_reads, qpn, psn, rkey as big-endian 32-bit at 0/4/8/12/16, 4 bytes of padding, vaddr
+     * big-endian 64-bit at 24, the raw GID at 32, srqn at 48 and gid_index at 52.
+     */
+    byte[] encodeBinary(int gidIndex) {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(BINARY);
+        b.putInt(0, lid).putInt(4, outReads).putInt(8, qpn).putInt(12, psn).putInt(16, rkey).putLong(24, vaddr);
+        if (gid != null) {
+            b.put(32, gid);
+        }
+        b.putInt(48, srqn).putInt(52, gidIndex);
+        return b.array();
+    }
+
+    /**
+     * Parses the binary form: 56 bytes (4.5) or 64 bytes (6.29 and later).
+     *
+     * @throws PerftestException for any other length
+     */
+    static QpRecord decodeBinary(byte[] bytes) {
+        if (bytes.length != BINARY && bytes.length != BINARY_629) {
+            throw new PerftestException("the peer's QP record over rdma_cm has " + bytes.length + " bytes; perftest sends "
+                    + BINARY + " (4.5) or " + BINARY_629 + " (6.29 and later)");
+        }
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(bytes);
+        int gidAt = bytes.length == BINARY ? 32 : 40;
+        byte[] gid = Arrays.copyOfRange(bytes, gidAt, gidAt + 16);
+        return new QpRecord(b.getInt(0), b.getInt(4), b.getInt(8), b.getInt(12), b.getInt(16), b.getLong(24), gid,
+                b.getInt(gidAt + 16));
+    }
+
     private static int field(String[] f, int i, int width) {
         if (f[i].length() != width || !f[i].chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
             throw new NumberFormatException(f[i]);

@@ -61,8 +61,8 @@ final class Report {
         } else {
             p(" Outstand reads  : %d\n", s.outReads);
         }
-        p(" rdma_cm QPs\t : %s\n", "OFF");
-        p(" Data ex. method : %s\n", "Ethernet");
+        p(" rdma_cm QPs\t : %s\n", c.rdmaCm ? "ON" : "OFF");
+        p(" Data ex. method : %s\n", c.rdmaCm ? "rdma_cm" : "Ethernet");
         out.println(LINE);
         out.flush();
     }
@@ -79,10 +79,11 @@ final class Report {
     private void address(String who, QpRecord r) {
         StringBuilder b = new StringBuilder(" " + who + " address: LID " + alt(r.lid(), 4) + " QPN " + alt(r.qpn(), 6)
                 + " PSN " + alt(r.psn(), 6));
-        if (c.verb == Verb.READ) {
+        // -R: C prints these lines with its control channel's verb (SEND): no OUT, RKey, VAddr
+        if (c.verb == Verb.READ && !c.rdmaCm) {
             b.append(" OUT ").append(alt(r.outReads(), 4));
         }
-        if (c.verb == Verb.WRITE || c.verb == Verb.READ) {
+        if ((c.verb == Verb.WRITE || c.verb == Verb.READ) && !c.rdmaCm) {
             b.append(" RKey ").append(alt(r.rkey(), 8)).append(" VAddr ").append(alt(r.vaddr(), 16));
         }
         out.println(b);

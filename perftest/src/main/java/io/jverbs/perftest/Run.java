@@ -1,6 +1,12 @@
 package io.jverbs.perftest;
 
+import io.jverbs.CmConnection;
+import io.jverbs.RdmaCm;
+import io.jverbs.RdmaCmException;
+import io.jverbs.ibverbs.VerbsException;
 import org.HdrHistogram.Histogram;
+
+import java.time.Duration;
 
 import java.lang.management.ManagementFactory;
 
@@ -22,6 +28,7 @@ final class Run {
     private int mtu;
     private int cycle;
     private long allocated = -1;
+    private Warmup.Outcome warmup;
     private String thresholdMiss;
 
     Run(PerftestCommand c) {
@@ -32,15 +39,22 @@ final class Run {
     int execute() {
         s = new Session(c);
         try {
+            // before the peer is contacted: a C peer waits without limit, a Java one within its timeouts
+            warmup = c.noWarmup ? null : Warmup.run(c, s);
             if (c.isServer()) {
                 report.waiting();
-                oob = Oob.serve(c.tcpPort, c.connectMs(), c.handshakeMs(), () -> { });
+                oob = c.rdmaCm ? CmOob.serve(s, c.tcpPort, c.connectMs(), c.handshakeMs(), () -> { })
+                               : TcpOob.serve(c.tcpPort, c.connectMs(), c.handshakeMs(), () -> { });
             } else {
-                oob = Oob.connect(c.host, c.tcpPort, c.connectMs(), c.handshakeMs());
+                oob = c.rdmaCm ? CmOob.connect(s, c.host, c.tcpPort, c.connectMs(), c.handshakeMs())
+                               : TcpOob.connect(c.host, c.tcpPort, c.connectMs(), c.handshakeMs());
             }
             try {
                 preamble();
                 s.allocate(cycle);
+                if (c.rdmaCm) {
+                    connectWithRdmaCm();
+                }
                 outputs = new Outputs(c, s, mtu);
                 if (c.kind == Kind.BW) {
                     bandwidth();
@@ -48,7 +62,13 @@ final class Run {
                     latency();
                 }
             } finally {
-                oob.close();
+                try {
+                    for (CmConnection d : data) {
+                        d.close();
+                    }
+                } finally {
+                    oob.close();
+                }
             }
         } finally {
             s.close();
@@ -58,6 +78,11 @@ final class Run {
                 outputs.allocation(allocated);
             }
             outputs.write(c.outJsonFile);
+        }
+        if (c.allocReport && !c.noWarmup) {
+            c.out().println(warmup == null ? " Warm-up: the loopback queue pairs could not be made (none ran)"
+                    : " Warm-up: " + warmup.batches() + " batches of 256 operations on a loopback pair in " + warmup.millis()
+                      + " ms, the last allocated " + warmup.lastBatchBytes() + " bytes");
         }
         if (c.allocReport && allocated >= 0) {
             c.out().println(" Allocated in the measured loop: " + allocated + " bytes");
@@ -111,13 +136,49 @@ final class Run {
 
     private void acceptOnce(QpRecord[] theirs) {
         if (!accepted || theirs.length == s.qps.length) {
-            s.accept(theirs, c.size, cycle);
+            s.accept(theirs, c.size, cycle, !c.rdmaCm);
             accepted = theirs.length == s.qps.length;
         }
     }
 
     private void connect() {
-        s.connect(mtu);
+        if (!c.rdmaCm) {
+            s.connect(mtu); // -R: rdma_cm connected the queue pairs already
+        }
+    }
+
+    // ---- -R: the data queue pairs through rdma_cm (PERFTEST-WIRE.md §2) ----
+
+    private final java.util.List<CmConnection> data = new java.util.ArrayList<>();
+
+    /**
+     * As C's create_rdma_cm_connection: one (empty) record exchange, then the client connects
+     * each queue pair to the server's port, which listens again for as many requests; one more
+     * empty exchange. The server listens before it answers the first exchange, so a client that
+     * connects right after it finds the listener (C's client retries 10 × 100 ms anyway).
+     */
+    private void connectWithRdmaCm() {
+        QpRecord empty = new QpRecord(0, 0, 0, 0, 0, 0, new byte[16], 0);
+        if (c.isServer()) {
+            try (RdmaCm.Listener listener = CmOob.listen(c.tcpPort)) {
+                oob.exchangeRecord(empty, "the sync before the rdma_cm connections");
+                for (int i = 0; i < s.qps.length; i++) {
+                    try {
+                        data.add(listener.accept(s.qps[i], Duration.ofMillis(c.handshakeMs())));
+                    } catch (RdmaCmException | VerbsException | IllegalStateException e) {
+                        throw new PerftestException("the client's rdma_cm connection of QP " + i + " did not arrive in time ("
+                                + Oob.seconds(c.handshakeMs()) + ", --handshake_timeout): " + e.getMessage(), e);
+                    }
+                }
+            }
+        } else {
+            oob.exchangeRecord(empty, "the sync before the rdma_cm connections");
+            for (int i = 0; i < s.qps.length; i++) {
+                data.add(CmOob.connectRetrying(s.qps[i], c.host, c.tcpPort, c.handshakeMs(),
+                        "the rdma_cm connection of QP " + i));
+            }
+        }
+        oob.exchangeRecord(empty, "the sync after the rdma_cm connections");
     }
 
     private void printHeader() {
@@ -204,7 +265,7 @@ final class Run {
         oob.finish(true);
         if (c.plot != null && lastLoop != null && (sender || receiver)) {
             Outputs.plotBandwidth(c.plot, c.name() + " " + last.size() + " B, jverbs " + (c.isServer() ? "server" : "client"),
-                    lastLoop.binRates());
+                    lastLoop.binRates(), last.avg(), c.cReference);
         }
         if (c.minBw != null && last != null) {
             double avgMb = c.reportGbits ? last.avg() * 125_000_000.0 / (1 << 20) : last.avg();
@@ -285,11 +346,16 @@ final class Run {
                 loop.prepostReceives();
                 sync("the sync before the run");
             }
+            if (c.verb == Verb.WRITE) {
+                loop.prelink();
+            }
             long before = THREADS.getCurrentThreadAllocatedBytes();
-            switch (c.verb) {
-                case WRITE -> loop.runWrite();
-                case SEND -> loop.runSend();
-                default -> loop.runReadOrAtomic();
+            if (c.verb == Verb.WRITE) {
+                loop.runWrite();
+            } else if (c.verb == Verb.SEND) {
+                loop.runSend();
+            } else {
+                loop.runReadOrAtomic();
             }
             long after = THREADS.getCurrentThreadAllocatedBytes();
             allocated = Math.max(allocated, 0) + (after - before);
@@ -320,7 +386,7 @@ final class Run {
         }
         if (c.plot != null && last != null) {
             Outputs.plotLatency(c.plot, c.name() + " " + c.sizes[c.sizes.length - 1] + " B, jverbs "
-                    + (c.isServer() ? "server" : "client"), last);
+                    + (c.isServer() ? "server" : "client"), last, c.cReference);
         }
         if (c.maxLatP99 != null && lastStats != null && lastStats.p99() > c.maxLatP99) {
             thresholdMiss = String.format(java.util.Locale.ROOT, "99%% latency %.2f usec is above --max-lat-p99 %.2f",

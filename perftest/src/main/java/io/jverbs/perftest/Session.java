@@ -150,12 +150,16 @@ final class Session implements AutoCloseable {
     }
 
     /**
-     * Checks the peer's first records against this side (GID form and type) and remembers them.
+     * Checks the peer's first records against this side (GID form and type, unless
+     * {@code checkGids} is false) and remembers them.
      *
      * @throws PerftestException naming a GID type or index mismatch
      */
-    void accept(QpRecord[] peer, int size, int cycleBuffer) {
+    void accept(QpRecord[] peer, int size, int cycleBuffer, boolean checkGids) {
         for (QpRecord r : peer) {
+            if (!checkGids) {
+                break; // -R: rdma_cm chose the path; C checks no GIDs either
+            }
             if (useGid && r.ipv4Mapped() != gid.isIpv4Mapped()) {
                 throw new PerftestException("Found Incompatibility issue with GID types: this side uses GID index "
                         + gid.index() + " (" + describe(gid.bytes()) + ", " + (gid.type().isEmpty() ? "type unknown" : gid.type())

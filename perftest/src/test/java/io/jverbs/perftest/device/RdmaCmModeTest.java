@@ -1,0 +1,389 @@
+package io.jverbs.perftest.device;
+
+import io.jverbs.CmConnection;
+import io.jverbs.CompletionQueue;
+import io.jverbs.Context;
+import io.jverbs.ProtectionDomain;
+import io.jverbs.QueuePair;
+import io.jverbs.QueuePairConfig;
+import io.jverbs.Rdma;
+import io.jverbs.RdmaCm;
+import io.jverbs.RegisteredBuffer;
+import io.jverbs.ibverbs.device.DeviceTest;
+import io.jverbs.ibverbs.device.TestDevice;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code -R}: the handshake over an rdma_cm control queue pair and the data queue pairs
+ * connected by rdma_cm, as C perftest 4.5 does it. Every test type Java↔Java, Java↔C in both
+ * directions, and rdma_cm peers that are absent, silent, hostile or vanish: exit 1 with the
+ * reason within the bound, never a hang.
+ */
+@DeviceTest
+class RdmaCmModeTest {
+    private static final long BOUND_MS = 5_000;
+
+    private static List<String> args(TestDevice device, String test, int port) {
+        List<String> a = new ArrayList<>(List.of(test));
+        a.addAll(Perf.deviceArgs(device));
+        a.addAll(JavaToJavaTest.sizeArgs(test));
+        a.addAll(List.of("-R", "-p", Integer.toString(port)));
+        return a;
+    }
+
+    private static String ip(TestDevice device) {
+        assertTrue(device.ip() != null, "the rig sets JVERBS_TEST_IP (rdma_cm needs the device's address)");
+        return device.ip();
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"write_bw", "write_lat", "read_bw", "read_lat", "send_bw", "send_lat", "atomic_bw", "atomic_lat"})
+    void javaToJava(String test, TestDevice device) throws Exception {
+        int port = Perf.freePort();
+        List<String> common = args(device, test, port);
+        CompletableFuture<Perf.Result> server = Perf.start(common.toArray(String[]::new));
+        // no wait for the listener: the client retries a refused rdma_cm connection until --connect_timeout
+        Perf.Result client = Perf.run(Perf.concat(common, ip(device)));
+        Perf.Result s = Perf.await(server);
+        System.out.println(test + " -R Java/Java on " + device.name() + ":\n" + client.out());
+        assertEquals(0, client.exit(), "client of " + test + " -R exits 0:\n" + client.all() + "\nserver:\n" + s.all());
+        assertEquals(0, s.exit(), "server of " + test + " -R exits 0:\n" + s.all());
+        assertTrue(client.out().contains("rdma_cm QPs\t : ON") && client.out().contains("Data ex. method : rdma_cm"),
+                client.out());
+        assertTrue(JavaToJavaTest.row(test).matcher(client.out()).find(), "the client prints its row:\n" + client.out());
+    }
+
+    @ParameterizedTest(name = "{0} -R: {1} server, {2} client")
+    @CsvSource({
+        "write_bw, C, Java", "write_bw, Java, C", "write_lat, C, Java", "write_lat, Java, C",
+        "read_bw, C, Java", "read_bw, Java, C", "read_lat, C, Java", "read_lat, Java, C",
+        "send_bw, C, Java", "send_bw, Java, C", "send_lat, C, Java", "send_lat, Java, C",
+        "atomic_bw, C, Java", "atomic_bw, Java, C", "atomic_lat, C, Java", "atomic_lat, Java, C",
+    })
+    void withC(String test, String server, String client, TestDevice device) throws Exception {
+        for (int attempt = 1; ; attempt++) {
+            String calibration = once(test, server.equals("C"), device);
+            if (calibration == null) {
+                return;
+            }
+            System.out.println("C perftest's clock calibration failed under emulation; retry " + attempt);
+            if (attempt == 3) {
+                throw new AssertionError(calibration);
+            }
+        }
+    }
+
+    /** One run; returns C's output when only its clock calibration failed (emulation), else null. */
+    private String once(String test, boolean cServer, TestDevice device) throws Exception {
+        int port = Perf.freePort();
+        List<String> javaArgs = args(device, test, port);
+        List<String> cArgs = new ArrayList<>(javaArgs.subList(1, javaArgs.size()));
+        cArgs.add("-F");
+        String tool = "ib_" + test;
+        Perf.Result java;
+        Perf.Result c;
+        if (cServer) {
+            Perf.CTool cs = Perf.CTool.start(tool, cArgs);
+            try {
+                java = Perf.run(Perf.concat(javaArgs, ip(device)));
+                c = cs.await();
+            } finally {
+                cs.kill();
+            }
+        } else {
+            CompletableFuture<Perf.Result> js = Perf.start(javaArgs.toArray(String[]::new));
+            awaitCmListener(port, 60_000, js); // C's client does not retry a refused control connection
+            cArgs.add(ip(device));
+            for (int attempt = 1; ; attempt++) {
+                Perf.CTool cc = Perf.CTool.start(tool, cArgs);
+                try {
+                    c = cc.await();
+                } finally {
+                    cc.kill();
+                }
+                // REJECTED (event 8): the listener seen was not ready yet; the Java server still waits
+                if (c.exit() == 0 || !c.out().contains("Unexpected CM event bl blka 8") || js.isDone() || attempt == 5) {
+                    break;
+                }
+                Thread.sleep(500);
+            }
+            java = Perf.await(js);
+        }
+        String both = "\n--- C (" + tool + " -R):\n" + c.out() + "\n--- Java:\n" + java.all();
+        if (c.exit() != 0 && Perf.clockCalibrationFailed(c.out())) {
+            return both;
+        }
+        System.out.println(test + " -R " + (cServer ? "C server, Java client" : "Java server, C client") + " on "
+                + device.name() + both);
+        assertEquals(0, c.exit(), tool + " -R exits 0" + both);
+        assertEquals(0, java.exit(), "jverbs-perftest -R exits 0" + both);
+        boolean passive = test.equals("read_lat") || test.equals("atomic_lat");
+        if (!(cServer ? false : passive)) {
+            assertTrue(JavaToJavaTest.row(test).matcher(java.out()).find(), "jverbs-perftest prints its row" + both);
+        }
+        if (!(cServer && passive)) {
+            assertTrue(JavaToJavaTest.row(test).matcher(c.out()).find(), tool + " prints its row" + both);
+        }
+        return null;
+    }
+
+    /** Waits until an rdma_cm id listens on {@code port} ({@code rdma resource show cm_id}). */
+    static void awaitCmListener(int port, long timeoutMs, CompletableFuture<?> server) throws Exception {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        String needle = ":" + port + " ";
+        while (System.currentTimeMillis() < deadline) {
+            Process p = new ProcessBuilder("rdma", "resource", "show", "cm_id").redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            p.waitFor(10, TimeUnit.SECONDS);
+            for (String line : out.split("\n")) {
+                if (line.contains("LISTEN") && (line + " ").contains(needle)) {
+                    return;
+                }
+            }
+            if (server != null && server.isDone()) {
+                throw new AssertionError("the server ended before listening: " + server.get());
+            }
+            Thread.sleep(100);
+        }
+        throw new AssertionError("no rdma_cm listener on port " + port + " after " + timeoutMs + " ms");
+    }
+
+    // ---- hostile and absent rdma_cm peers ----
+
+    @Test
+    void nobodyListens(TestDevice device) throws Exception {
+        int port = Perf.freePort();
+        long t0 = System.nanoTime();
+        Perf.Result r = Perf.run(Perf.concat(args(device, "write_bw", port), "--connect_timeout", "2", ip(device)));
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        System.out.println("-R client, nobody listens: exit " + r.exit() + " after " + ms + " ms: " + r.err().strip());
+        assertEquals(1, r.exit(), r.all());
+        assertTrue(r.err().contains("Couldn't make the rdma_cm control connection") && r.err().contains("within 2 s"), r.err());
+        assertTrue(ms <= 2_000 + BOUND_MS, ms + " ms");
+    }
+
+    /** A scripted rdma_cm server: accepts the control connection, then plays {@code script}. */
+    interface Script {
+        void play(FakePeer peer) throws Exception;
+    }
+
+    /** One rdma_cm connection from the test's side, with blocking send/receive of whole messages. */
+    static final class FakePeer implements AutoCloseable {
+        final Context ctx;
+        final ProtectionDomain pd;
+        final CompletionQueue cq;
+        final RegisteredBuffer buf;
+        final QueuePair qp;
+        CmConnection conn;
+        private int lastBytes;
+        private boolean lastReceive;
+        private boolean lastOk;
+
+        FakePeer(TestDevice device) {
+            ctx = Rdma.open(device.name());
+            pd = ctx.allocateProtectionDomain();
+            cq = ctx.createCompletionQueue(8);
+            buf = pd.allocate(8192);
+            qp = pd.createQueuePair(QueuePairConfig.rc(cq).withDepth(4, 4).withSignalEvery(1));
+        }
+
+        void postReceive() {
+            assertEquals(QueuePair.OK, qp.receive(1, buf, 0, 4096));
+        }
+
+        /** Next completion within {@code ms}; false on timeout. */
+        private boolean next(long ms) throws InterruptedException {
+            long deadline = System.nanoTime() + ms * 1_000_000;
+            while (System.nanoTime() < deadline) {
+                int n = cq.poll(wc -> {
+                    lastOk = wc.isSuccess();
+                    lastReceive = wc.isReceive();
+                    lastBytes = wc.byteLength();
+                }, 1);
+                if (n > 0) {
+                    return true;
+                }
+                Thread.sleep(1);
+            }
+            return false;
+        }
+
+        byte[] receive() throws InterruptedException {
+            while (next(10_000)) {
+                if (lastReceive) {
+                    assertTrue(lastOk, "the fake peer's receive succeeded");
+                    byte[] b = buf.segment().asSlice(0, lastBytes).toArray(ValueLayout.JAVA_BYTE);
+                    postReceive();
+                    return b;
+                }
+            }
+            throw new AssertionError("the fake peer got no message within 10 s");
+        }
+
+        void send(byte[] bytes) throws InterruptedException {
+            MemorySegment.copy(bytes, 0, buf.segment(), ValueLayout.JAVA_BYTE, 4096, bytes.length);
+            assertEquals(QueuePair.OK, qp.send(2, buf, 4096, bytes.length, true));
+            while (next(10_000)) {
+                if (!lastReceive) {
+                    return;
+                }
+            }
+            throw new AssertionError("the fake peer's send did not complete");
+        }
+
+        /** Answers the preamble as a 4.5 peer would (version, cycle buffer, cache line, MTU). */
+        void preamble() throws InterruptedException {
+            receive();
+            send(Arrays.copyOf("6.06".getBytes(StandardCharsets.US_ASCII), 16));
+            receive();
+            send(ByteBuffer.allocate(4).putInt(4096).array());
+            receive();
+            send(ByteBuffer.allocate(4).putInt(64).array());
+            receive();
+            send(new byte[] {'3', 0});
+        }
+
+        @Override
+        public void close() {
+            if (conn != null) {
+                conn.close();
+            }
+            ctx.close();
+        }
+    }
+
+    /** Runs a jverbs-perftest -R client against a scripted rdma_cm server; asserts exit 1 within the bound. */
+    private static Perf.Result clientAgainst(TestDevice device, Script script) throws Exception {
+        int port = Perf.freePort();
+        try (FakePeer peer = new FakePeer(device); RdmaCm.Listener listener = RdmaCm.listen(ip(device), port)) {
+            CompletableFuture<Long> connectedAt = new CompletableFuture<>();
+            CompletableFuture<Void> played = CompletableFuture.runAsync(() -> {
+                try {
+                    peer.conn = listener.accept(peer.qp, Duration.ofSeconds(60));
+                    peer.postReceive();
+                    connectedAt.complete(System.nanoTime());
+                    script.play(peer);
+                } catch (Exception e) {
+                    connectedAt.complete(System.nanoTime());
+                    throw new IllegalStateException(e);
+                }
+            });
+            Perf.Result r = Perf.run(Perf.concat(args(device, "write_bw", port), ip(device)));
+            long ms = (System.nanoTime() - connectedAt.getNow(System.nanoTime())) / 1_000_000;
+            try {
+                played.get(30, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                // the script may end in an error once the client has gone: only the client's behaviour is tested
+            }
+            System.out.println("-R client against a hostile rdma_cm server: exit " + r.exit() + " after " + ms
+                    + " ms of handshake: " + r.err().strip());
+            assertEquals(1, r.exit(), "exit 1: " + r.all());
+            assertTrue(ms <= BOUND_MS, "the error came " + ms + " ms into the handshake (bound " + BOUND_MS + " ms): " + r.all());
+            return r;
+        }
+    }
+
+    @Test
+    void silentServer(TestDevice device) throws Exception {
+        Perf.Result r = clientAgainst(device, peer -> Thread.sleep(6_000));
+        assertTrue(r.err().contains("sent nothing within 4 s") && r.err().contains("the perftest version"), r.err());
+    }
+
+    @Test
+    void shortVersion(TestDevice device) throws Exception {
+        Perf.Result r = clientAgainst(device, peer -> {
+            peer.receive();
+            peer.send("6.0".getBytes(StandardCharsets.US_ASCII));
+        });
+        assertTrue(r.err().contains("sent 3 bytes where the perftest version has 16"), r.err());
+    }
+
+    @Test
+    void garbageVersion(TestDevice device) throws Exception {
+        Perf.Result r = clientAgainst(device, peer -> {
+            peer.receive();
+            byte[] junk = new byte[16];
+            new java.util.Random(7).nextBytes(junk);
+            peer.send(junk);
+        });
+        assertTrue(r.err().contains("is not a perftest: its version field is"), r.err());
+    }
+
+    @Test
+    void oldVersion(TestDevice device) throws Exception {
+        Perf.Result r = clientAgainst(device, peer -> {
+            peer.receive();
+            peer.send(Arrays.copyOf("5.60".getBytes(StandardCharsets.US_ASCII), 16));
+        });
+        assertTrue(r.err().contains("not compatible with versions older than 5.70 (the peer says 5.60)"), r.err());
+    }
+
+    @Test
+    void wrongRecordLength(TestDevice device) throws Exception {
+        Perf.Result r = clientAgainst(device, peer -> {
+            peer.preamble();
+            peer.receive();
+            peer.send(new byte[40]);
+        });
+        assertTrue(r.err().contains("sent 40 bytes where the sync before the rdma_cm connections has 56 or 64"), r.err());
+    }
+
+    @Test
+    void serverGoesAwayMidHandshake(TestDevice device) throws Exception {
+        Perf.Result r = clientAgainst(device, peer -> {
+            peer.receive();
+            peer.conn.close();
+            peer.conn = null;
+        });
+        assertTrue(r.err().contains("rdma_cm") && (r.err().contains("disconnect") || r.err().contains("sent nothing")
+                || r.err().contains("ERR")), r.err());
+    }
+
+    /** The server answers the handshake but never accepts the data queue pairs' connections. */
+    @Test
+    void dataConnectionsNeverAccepted(TestDevice device) throws Exception {
+        Perf.Result r = clientAgainst(device, peer -> {
+            peer.preamble();
+            peer.receive();
+            peer.send(new byte[56]);
+            Thread.sleep(6_000);
+        });
+        assertTrue(r.err().contains("Couldn't make the rdma_cm connection of QP 0"), r.err());
+    }
+
+    /** The server side: a client that connects the control queue pair and says nothing. */
+    @Test
+    void silentClient(TestDevice device) throws Exception {
+        int port = Perf.freePort();
+        CompletableFuture<Perf.Result> server = Perf.start(args(device, "write_bw", port).toArray(String[]::new));
+        awaitCmListener(port, 60_000, server);
+        try (FakePeer peer = new FakePeer(device)) {
+            peer.conn = RdmaCm.connect(peer.qp, ip(device), port, Duration.ofSeconds(20));
+            long t0 = System.nanoTime();
+            Perf.Result r = Perf.await(server);
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            System.out.println("-R server against a silent client: exit " + r.exit() + " after " + ms + " ms: "
+                    + r.err().strip());
+            assertEquals(1, r.exit(), r.all());
+            assertTrue(ms <= BOUND_MS, ms + " ms");
+            assertTrue(r.err().contains("sent nothing within 4 s"), r.err());
+        }
+    }
+}
