@@ -11,4 +11,5 @@ module io.jverbs.highlevel {
     requires transitive io.jverbs.ibverbs;
     requires io.jverbs.rdmacm;
     exports io.jverbs;
+    exports io.jverbs.counters;
 }
