@@ -10,6 +10,8 @@
 module io.jverbs.highlevel {
     requires transitive io.jverbs.ibverbs;
     requires io.jverbs.rdmacm;
+    requires static HdrHistogram;
     exports io.jverbs;
     exports io.jverbs.counters;
+    exports io.jverbs.latency;
 }
