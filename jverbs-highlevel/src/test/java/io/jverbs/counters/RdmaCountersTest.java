@@ -1,5 +1,6 @@
 package io.jverbs.counters;
 
+import io.jverbs.fakesysfs.FakeSysfs;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

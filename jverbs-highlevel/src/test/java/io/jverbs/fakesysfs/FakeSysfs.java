@@ -1,4 +1,4 @@
-package io.jverbs.counters;
+package io.jverbs.fakesysfs;
 
 import java.io.IOException;
 import java.nio.file.Files;
