@@ -31,6 +31,7 @@ final class Run {
 
     int execute() {
         s = new Session(c);
+        CounterWatch counters = CounterWatch.start(s.context.name(), c.ibPort);
         try {
             if (c.isServer()) {
                 report.waiting();
@@ -53,6 +54,7 @@ final class Run {
         } finally {
             s.close();
         }
+        counters.finish(c, outputs);
         if (c.outJson) {
             if (allocated >= 0) {
                 outputs.allocation(allocated);
