@@ -129,6 +129,11 @@ final class NetlinkSocket implements AutoCloseable {
                         continue; // a late answer to an earlier, timed-out request
                     }
                     if (m.type() == Netlink.NLMSG_DONE) {
+                        // A dump that failed says so here: a negative errno as the payload.
+                        int code = m.body().remaining() >= 4 ? m.error() : 0;
+                        if (code < 0) {
+                            throw VerbsException.of(what + " (netlink RDMA_NLDEV dump)", -code);
+                        }
                         return out;
                     }
                     if (m.type() == Netlink.NLMSG_ERROR) {

@@ -362,7 +362,9 @@ public final class RdmaCounters {
     }
 
     /**
-     * The RDMA objects this process holds on a device, from the kernel's resource tracker over netlink.
+     * The RDMA objects this process holds on a device, from the kernel's resource tracker over
+     * netlink. The tracker records the thread that created each object: objects made by a thread
+     * of this process that has since exited are not counted.
      *
      * @param device the device name
      * @return the counts, or empty when netlink is unavailable or the kernel refused the dump
@@ -371,7 +373,15 @@ public final class RdmaCounters {
         if (!netlinkAvailable()) {
             return Optional.empty();
         }
-        long pid = ProcessHandle.current().pid();
+        // The tracker names the creating thread (its task id), not the process: compare with every live thread of ours.
+        java.util.Set<Integer> threads = new java.util.HashSet<>(List.of((int) ProcessHandle.current().pid()));
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(Path.of("/proc/self/task"))) {
+            for (Path t : tasks) {
+                threads.add(Integer.parseInt(t.getFileName().toString()));
+            }
+        } catch (IOException | NumberFormatException e) {
+            // only the process id then
+        }
         try (NetlinkSocket s = new NetlinkSocket(NETLINK_TIMEOUT_MS)) {
             int dev = index(device);
             int[] counts = new int[4];
@@ -382,7 +392,7 @@ public final class RdmaCounters {
                     List<Integer> pids = new ArrayList<>();
                     Netlink.collectU32(m.attributes(), Netlink.ATTR_RES_PID, pids, 0);
                     for (int p : pids) {
-                        if (p == pid) {
+                        if (threads.contains(p)) {
                             counts[i]++;
                         }
                     }
