@@ -68,3 +68,19 @@ rxe_wait_gid_index() {
         waited=$((waited + 1))
     done
 }
+
+# Prints a TCP port that nothing listens on now (random in 20000..60999), so the rig and the
+# sanity checks never depend on a fixed port being free. A caller that binds it may still race
+# another process: retry with a new one when the bind fails.
+rxe_free_port() {
+    local port tries=0
+    while [ "$tries" -lt 50 ]; do
+        port=$((20000 + RANDOM % 41000))
+        if ! ss -Hltn "sport = :$port" 2>/dev/null | grep -q .; then
+            printf '%s\n' "$port"
+            return 0
+        fi
+        tries=$((tries + 1))
+    done
+    return 1
+}

@@ -10,5 +10,10 @@
 module io.jverbs.highlevel {
     requires transitive io.jverbs.ibverbs;
     requires io.jverbs.rdmacm;
+    requires static HdrHistogram;
+    requires static io.prometheus.metrics.model;
     exports io.jverbs;
+    exports io.jverbs.counters;
+    exports io.jverbs.latency;
+    exports io.jverbs.prometheus;
 }

@@ -8,6 +8,10 @@ module io.jverbs.perftest {
     requires io.jverbs.highlevel;
     requires info.picocli;
     requires HdrHistogram;
+    requires io.prometheus.metrics.model;
+    requires io.prometheus.metrics.exporter.httpserver;
+    requires jdk.httpserver;
+    requires java.net.http;
     requires com.fasterxml.jackson.databind;
     requires org.jfree.jfreechart;
     requires java.desktop;

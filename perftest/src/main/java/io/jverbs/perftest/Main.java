@@ -29,6 +29,7 @@ public final class Main implements Runnable {
                 cl.addSubcommand(c.name(), new CommandLine(c));
             }
         }
+        cl.addSubcommand("exporter", new CommandLine(new ExporterCommand()));
         return cl;
     }
 
@@ -44,6 +45,6 @@ public final class Main implements Runnable {
     @Override
     public void run() {
         throw new CommandLine.ParameterException(spec.commandLine(), "name a test: write_bw, write_lat, read_bw, read_lat,"
-                + " send_bw, send_lat, atomic_bw, atomic_lat");
+                + " send_bw, send_lat, atomic_bw, atomic_lat (or exporter)");
     }
 }

@@ -103,6 +103,10 @@ final class Outputs {
         p.put("samples", h.getTotalCount());
     }
 
+    void put(String key, Object value) {
+        root.put(key, value);
+    }
+
     void allocation(long bytes) {
         root.put("allocated_bytes", bytes);
     }

@@ -38,6 +38,7 @@ final class Run {
 
     int execute() {
         s = new Session(c);
+        CounterWatch counters = CounterWatch.start(s.context.name(), c.ibPort);
         try {
             // before the peer is contacted: a C peer waits without limit, a Java one within its timeouts
             warmup = c.noWarmup ? null : Warmup.run(c, s);
@@ -73,6 +74,7 @@ final class Run {
         } finally {
             s.close();
         }
+        counters.finish(c, outputs);
         if (c.outJson) {
             if (allocated >= 0) {
                 outputs.allocation(allocated);

@@ -77,6 +77,23 @@ final class ResourceLeakCheck implements AutoCloseable {
         }
     }
 
+    /** @return how the counts differ from the baseline now ({@code ""} when they do not), or why they cannot be read */
+    String differenceNow() {
+        if (before == null) {
+            return "cannot read counts before the tests: " + beforeProblem;
+        }
+        try {
+            return RdmaResourceCounts.read(device.name()).differenceFrom(before);
+        } catch (IOException e) {
+            return "cannot read counts: " + e.getMessage();
+        }
+    }
+
+    /** @return the baseline, or {@code null} when it could not be read */
+    RdmaResourceCounts before() {
+        return before;
+    }
+
     /** Records the counts again, compares, and writes the report. */
     @Override
     public void close() {

@@ -1,0 +1,109 @@
+package io.jverbs.perftest;
+
+import io.jverbs.counters.RdmaCounters;
+import io.jverbs.fakesysfs.FakeSysfs;
+import io.jverbs.latency.HdrLatencyRecorder;
+import io.jverbs.latency.LatencyTracker;
+import io.jverbs.prometheus.RdmaMetrics;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.CounterSnapshot;
+import io.prometheus.metrics.model.snapshots.DataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricSnapshot;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import io.prometheus.metrics.model.snapshots.SummarySnapshot;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Path;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The Prometheus adapter over a fake sysfs tree, and the exporter subcommand's scrape (host only). */
+class RdmaMetricsTest {
+    @TempDir
+    Path tmp;
+
+    static MetricSnapshot family(MetricSnapshots all, String name) {
+        return all.stream().filter(m -> m.getMetadata().getName().equals(name)).findFirst()
+                .orElseThrow(() -> new AssertionError("no family " + name));
+    }
+
+    static double value(MetricSnapshot m, String device) {
+        for (DataPointSnapshot p : m.getDataPoints()) {
+            if (device.equals(p.getLabels().get("device"))) {
+                return p instanceof CounterSnapshot.CounterDataPointSnapshot c ? c.getValue()
+                        : ((GaugeSnapshot.GaugeDataPointSnapshot) p).getValue();
+            }
+        }
+        throw new AssertionError("no data point for " + device + " in " + m.getMetadata().getName());
+    }
+
+    /**
+     * A registry over the fake tree (an rxe-like and an mlx5-like device) and one connection with latencies.
+     *
+     * @param root the fake tree
+     * @return the registry
+     */
+    static PrometheusRegistry registry(Path root) {
+        PrometheusRegistry registry = new PrometheusRegistry();
+        RdmaMetrics metrics = RdmaMetrics.of(RdmaCounters.sysfs(root)).register(registry);
+        HdrLatencyRecorder hdr = new HdrLatencyRecorder();
+        LatencyTracker tracker = new LatencyTracker(hdr, 16);
+        for (int i = 0; i < 10; i++) {
+            tracker.posted(4096, true);
+            tracker.completed();
+        }
+        metrics.addConnection("client-1", hdr, tracker);
+        return registry;
+    }
+
+    @Test
+    void exportsEveryCounterUnderTheDriversNameInBaseUnitsAndTheReadErrors() throws Exception {
+        Path root = FakeSysfs.create(tmp);
+        MetricSnapshots all = registry(root).scrape();
+        assertEquals(1000, value(family(all, "rdma_hw_sent_pkts"), "rxe0"));
+        assertEquals(3, value(family(all, "rdma_hw_completer_retry_err"), "rxe0"));
+        MetricSnapshot bytes = family(all, "rdma_port_xmit_data_bytes");
+        assertEquals(400, value(bytes, "mlx5_0"), "4-byte words exported as bytes");
+        assertEquals("bytes", bytes.getMetadata().getUnit().toString());
+        assertEquals(5, value(family(all, "rdma_hw_np_cnp_sent"), "mlx5_0"));
+        assertEquals(0.01, value(family(all, "rdma_hw_counters_lifespan_seconds"), "rxe0"), 1e-9);
+        MetricSnapshot errors = family(all, "rdma_counter_read_error");
+        assertEquals(Set.of("VL15_dropped", "broken_dir_counter", "vanished_counter"), errors.getDataPoints().stream()
+                .map(p -> p.getLabels().get("counter")).collect(java.util.stream.Collectors.toSet()));
+        assertTrue(all.stream().noneMatch(m -> m.getMetadata().getName().contains("lifespan_total")));
+        SummarySnapshot latency = (SummarySnapshot) family(all, "rdma_connection_latency_seconds");
+        assertEquals(10, latency.getDataPoints().get(0).getCount());
+        assertEquals(4, latency.getDataPoints().get(0).getQuantiles().size());
+        assertEquals(40960, ((CounterSnapshot) family(all, "rdma_connection_posted_bytes")).getDataPoints().get(0).getValue());
+        FakeSysfs.set(root, "rxe0", 1, "hw_counters", "sent_pkts", 1500);
+        assertEquals(1500, value(family(registry(root).scrape(), "rdma_hw_sent_pkts"), "rxe0"), "read at every scrape");
+    }
+
+    @Test
+    void deviceFilterAndTheExporterCommandsScrape() throws Exception {
+        Path root = FakeSysfs.create(tmp);
+        PrometheusRegistry only = new PrometheusRegistry();
+        RdmaMetrics.of(RdmaCounters.sysfs(root), Set.of("rxe0")).register(only);
+        assertTrue(only.scrape().stream().flatMap(m -> m.getDataPoints().stream())
+                .allMatch(p -> "rxe0".equals(p.getLabels().get("device"))));
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        var cl = Main.commandLine();
+        cl.setOut(new PrintWriter(out));
+        cl.setErr(new PrintWriter(err));
+        int rc = cl.execute("exporter", "--port", "0", "--once", "--sysfs-root", root.toString(), "-d", "rxe0");
+        assertEquals(0, rc, err.toString());
+        String text = out.toString();
+        assertTrue(text.contains("# TYPE rdma_hw_sent_pkts_total counter"), text);
+        assertTrue(text.contains("rdma_hw_sent_pkts_total{device=\"rxe0\",port=\"1\"} 1000"), text);
+        assertTrue(text.contains("rdma_counter_read_error{counter=\"vanished_counter\",device=\"rxe0\",port=\"1\"} 1"), text);
+        assertFalse(text.contains("mlx5_0"), "-d rxe0 exports rxe0 only");
+    }
+}
