@@ -2,6 +2,7 @@ package io.jverbs;
 
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.VerbsException;
+import io.jverbs.latency.LatencyTracker;
 import io.jverbs.ibverbs.raw.ibv_ah_attr;
 import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_context_ops;
@@ -93,6 +94,8 @@ public final class QueuePair extends QueueEndpoint {
     private final Context.PortAttributes port;
     private final int maxInline;
     private final Arena arena = Arena.ofShared();
+    /** Per-connection latency, or null: set before connect ({@link #trackLatency}), read by posts and polls. */
+    private volatile LatencyTracker latency;
     /** {@code config.maxSendWr()} and {@code config.signalEvery()}, read by every post. */
     private final int sendDepth;
     private final int signalEvery;
@@ -698,6 +701,12 @@ public final class QueuePair extends QueueEndpoint {
                 }
             }
         }
+        LatencyTracker tracker = latency;
+        if (tracker != null) {
+            for (int i = 0; i < posted; i++) {
+                tracker.posted(batch.lengthOf(i), batch.signalFlag(i));
+            }
+        }
         batch.clear();
         if (rc != 0) {
             throw new VerbsException("ibv_post_send", rc, posted + " of " + n + " requests of the batch were posted");
@@ -937,6 +946,10 @@ public final class QueuePair extends QueueEndpoint {
             return refused(rc, signal);
         }
         unsignaledRun = signal ? 0 : unsignaledRun + 1;
+        LatencyTracker tracker = latency;
+        if (tracker != null) {
+            tracker.posted(length, signal);
+        }
         return OK;
     }
 
@@ -1042,10 +1055,16 @@ public final class QueuePair extends QueueEndpoint {
             // The polling thread's side of the accounting: no lock (see the fields).
             if (c.isReceive()) {
                 RECV_DONE.setRelease(this, recvDone + 1);
-            } else if (coverHead != (long) COVER_TAIL.getAcquire(this)) {
-                int cover = coverRing[(int) coverHead & coverMask];
-                coverHead++;
-                SEND_DONE.setRelease(this, sendDone + cover);
+            } else {
+                if (coverHead != (long) COVER_TAIL.getAcquire(this)) {
+                    int cover = coverRing[(int) coverHead & coverMask];
+                    coverHead++;
+                    SEND_DONE.setRelease(this, sendDone + cover);
+                }
+                LatencyTracker tracker = latency;
+                if (tracker != null) {
+                    tracker.completed();
+                }
             }
             if ((wrId & FUTURE_TAG) == 0) {
                 return true;
@@ -1056,6 +1075,10 @@ public final class QueuePair extends QueueEndpoint {
 
     /** The rest of {@link #onCompletion}, out of line so the hot success path stays small enough to inline. */
     private boolean settle(Completion c, long wrId, int status) {
+        LatencyTracker tracker = latency;
+        if (status != WcStatus.SUCCESS && tracker != null && !c.isReceive()) {
+            tracker.failed();
+        }
         CompletableFuture<?> future = null;
         String what = null;
         synchronized (this) {
@@ -1087,6 +1110,36 @@ public final class QueuePair extends QueueEndpoint {
             }
         }
         return false;
+    }
+
+    /**
+     * Records this queue pair's latency from now on: each signaled send-side request's time from
+     * post to completion goes to {@code tracker}'s recorder, and every post is counted (operations
+     * and bytes). The hot path stays allocation-free (two calls per operation, see
+     * {@link LatencyTracker}). Call it once, before {@link #connect} (or rdma_cm's connect/accept):
+     * the tracker pairs completions with posts in order, so it must see every post.
+     *
+     * @param tracker sized for at least {@link QueuePairConfig#maxSendWr()} signaled requests in flight
+     * @throws IllegalStateException when already connected, errored, closed, or already tracked
+     * @throws NullPointerException  when {@code tracker} is null
+     */
+    public synchronized void trackLatency(LatencyTracker tracker) {
+        java.util.Objects.requireNonNull(tracker, "tracker");
+        ensureOpen("track latency");
+        if (state != State.PREPARED || latency != null) {
+            throw new IllegalStateException("queue pair " + number + ": trackLatency before connect, once"
+                    + (latency != null ? " (it already has a tracker)" : " (it is " + state + ")"));
+        }
+        latency = tracker;
+    }
+
+    /**
+     * Returns the latency tracker given to {@link #trackLatency}, if any.
+     *
+     * @return the tracker, or null
+     */
+    public LatencyTracker latencyTracker() {
+        return latency;
     }
 
     @Override

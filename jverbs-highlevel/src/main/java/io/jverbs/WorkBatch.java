@@ -178,6 +178,11 @@ public final class WorkBatch {
         return (memory.get(INT, i * WR_BYTES + ibv_send_wr.send_flags$OFFSET) & verbs_h.IBV_SEND_SIGNALED) != 0;
     }
 
+    /** The payload length of request {@code i} (its SGE's). */
+    int lengthOf(int i) {
+        return memory.get(INT, sgeBase + i * SGE_BYTES + io.jverbs.ibverbs.raw.ibv_sge.length$OFFSET);
+    }
+
     long firstAddress() {
         return base;
     }

@@ -76,10 +76,17 @@ final class Loopback implements AutoCloseable {
     }
 
     Loopback(TestDevice device, long bytes, UnaryOperator<QueuePairConfig> tune, boolean events) throws Exception {
+        this(device, bytes, tune, events, client -> { });
+    }
+
+    /** As above; {@code beforeConnect} sees the client side while its queue pair is still prepared. */
+    Loopback(TestDevice device, long bytes, UnaryOperator<QueuePairConfig> tune, boolean events,
+             java.util.function.Consumer<Side> beforeConnect) throws Exception {
         server = new Side(device, bytes, tune, events);
         Side c = null;
         try {
             c = new Side(device, bytes, tune, events);
+            beforeConnect.accept(c);
             connect(server, c);
         } catch (Exception | Error e) {
             if (c != null) {
