@@ -1,6 +1,10 @@
 package io.jverbs;
 
 import io.jverbs.ibverbs.InlineVerbs;
+import io.jverbs.ibverbs.internal.NativeAccess;
+import io.jverbs.ibverbs.raw.ibv_context;
+import io.jverbs.ibverbs.raw.ibv_context_ops;
+import io.jverbs.ibverbs.raw.ibv_cq;
 import io.jverbs.ibverbs.raw.ibv_mr;
 import io.jverbs.ibverbs.raw.ibv_qp;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
@@ -25,6 +29,7 @@ import org.openjdk.jmh.annotations.Warmup;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.util.concurrent.TimeUnit;
 
@@ -37,7 +42,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * ops, four ways in one run: a C loop filling the work request and calling verbs.h's inline
  * functions; the thin layer ({@link InlineVerbs}); the high-level zero-allocation path
  * ({@link QueuePair#write} + {@link CompletionQueue#poll}); and the future style
- * ({@link QueuePair#writeAsync}). Run with {@code scripts/bench-highlevel} ({@code -prof gc} for B/op).
+ * ({@link QueuePair#writeAsync}); and two splits of the high-level path: the raw floor (fill and
+ * the two critical downcalls, no checks, no lock) and a raw post with the high-level poll. Run with
+ * {@code scripts/bench-highlevel} ({@code -prof gc} for B/op).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)
@@ -48,6 +55,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 public class HighLevelBench {
     private static final int BATCH = 1000;
     private static final int BYTES = 64;
+    private static final MemorySegment ALL = NativeAccess.everything();
+    private static final MethodHandle POLL = NativeAccess.pointerDowncall(
+            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), true);
 
     private FakeProvider.World world;
     private Arena arena;
@@ -56,6 +66,7 @@ public class HighLevelBench {
     private MemorySegment badWr;
     private MemorySegment wc;
     private MemorySegment data;
+    private MemorySegment mem;
     private MemorySegment rawQp;
     private MemorySegment rawCq;
     private MethodHandle cLoop;
@@ -63,6 +74,10 @@ public class HighLevelBench {
     private QueuePair qp;
     private RegisteredBuffer buffer;
     private RemoteBuffer remote;
+    /** The raw floor's request memory: a send WR at 0, its SGE at 256, bad_wr at 512, a wc at 600. */
+    private long base;
+    private MemorySegment postFn;
+    private MemorySegment pollFn;
     private long polledSum;
     private final CompletionHandler handler = c -> polledSum += c.wrId();
 
@@ -89,6 +104,12 @@ public class HighLevelBench {
         qp = QueuePair.wrapForBenchmark(world.qp(), cq, 1024, 1);
         buffer = RegisteredBuffer.wrapForBenchmark(data, mr);
         remote = new RemoteBuffer(0x7f0000000000L, 1 << 20, 0x5678);
+        mem = arena.allocate(1024, 64);
+        base = mem.address();
+        MemorySegment ctx = ibv_qp.context(world.qp().reinterpret(ibv_qp.sizeof())).reinterpret(ibv_context.sizeof());
+        postFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
+        MemorySegment cctx = ibv_cq.context(world.cq().reinterpret(ibv_cq.sizeof())).reinterpret(ibv_context.sizeof());
+        pollFn = WorkRequests.providerOp(cctx, ibv_context_ops.poll_cq$OFFSET, "ibv_poll_cq");
     }
 
     @TearDown(Level.Trial)
@@ -155,5 +176,52 @@ public class HighLevelBench {
             n += f.join().opcode() + 1;
         }
         return n;
+    }
+
+    private void rawPost(long i) {
+        WorkRequests.send(mem, base, 0, 256, i, verbs_h.IBV_WR_RDMA_WRITE, verbs_h.IBV_SEND_SIGNALED, 0, data.address(),
+                BYTES, 0x1234);
+        WorkRequests.rdma(base, 0x7f0000000000L, 0x5678);
+        if (WorkRequests.post(postFn, rawQp.address(), base, base + 512) != 0) {
+            throw new IllegalStateException("post");
+        }
+    }
+
+    private long rawPoll() {
+        int n;
+        try {
+            n = (int) POLL.invokeExact(pollFn, rawCq.address(), 1, base + 600);
+        } catch (Throwable t) {
+            throw new AssertionError(t);
+        }
+        if (n != 1) {
+            throw new IllegalStateException("poll");
+        }
+        return ALL.get(ValueLayout.JAVA_LONG_UNALIGNED, base + 600 + ibv_wc.wr_id$OFFSET);
+    }
+
+    /** The raw floor: fill by address and the two critical downcalls, no checks, no lock, no routing. */
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public long rawPostRawPoll() {
+        long sum = 0;
+        for (int i = 0; i < BATCH; i++) {
+            rawPost(i);
+            sum += rawPoll();
+        }
+        return sum;
+    }
+
+    /** The raw post with the high-level poll (lock, view, routing, accounting, handler). */
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public long rawPostCqPoll() {
+        for (int i = 0; i < BATCH; i++) {
+            rawPost(i);
+            if (cq.poll(handler, 1) != 1) {
+                throw new IllegalStateException("poll");
+            }
+        }
+        return polledSum;
     }
 }
