@@ -12,7 +12,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
-import java.time.Duration;
 import java.util.Optional;
 
 /**
@@ -102,10 +101,5 @@ public final class PairTestExtension implements BeforeAllCallback, BeforeEachCal
     public Object resolveParameter(ParameterContext parameter, ExtensionContext context) {
         PairNode node = PairNode.current();
         return parameter.getParameter().getType() == PairNode.class ? node : node.device();
-    }
-
-    /** How long a pair test's own waits for the peer may take by default. */
-    static Duration defaultWait() {
-        return PairControl.DEFAULT_WAIT;
     }
 }
