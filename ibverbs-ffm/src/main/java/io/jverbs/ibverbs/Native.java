@@ -71,8 +71,13 @@ public final class Native {
      */
     public static String nativeAccessFlag() {
         Module module = Native.class.getModule();
-        String name = module.isNamed() ? module.getName() + ",io.jverbs.rdmacm" : "ALL-UNNAMED";
-        return "--enable-native-access=" + name;
+        if (!module.isNamed()) {
+            return "--enable-native-access=ALL-UNNAMED";
+        }
+        // jverbs-highlevel reinterprets C pointers (a restricted method) itself: name it when it is there.
+        ModuleLayer layer = module.getLayer() != null ? module.getLayer() : ModuleLayer.boot();
+        boolean highLevel = layer.findModule("io.jverbs.highlevel").isPresent();
+        return "--enable-native-access=" + module.getName() + ",io.jverbs.rdmacm" + (highLevel ? ",io.jverbs.highlevel" : "");
     }
 
 }
