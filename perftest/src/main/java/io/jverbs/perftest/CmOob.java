@@ -29,9 +29,6 @@ final class CmOob extends Oob implements CompletionHandler {
     private static final int SLOT = 1024;
     private static final long RECV_ID = 5;
     private static final long SEND_ID = 6;
-    private final boolean server;
-    private final long timeoutMs;
-    private final String peer;
     private final CompletionQueue cq;
     private final RegisteredBuffer buf;
     private final MemorySegment mem;
@@ -50,9 +47,7 @@ final class CmOob extends Oob implements CompletionHandler {
 
     private CmOob(boolean server, long timeoutMs, String peer, CompletionQueue cq, RegisteredBuffer buf, QueuePair qp,
                   CmConnection connection, int gidIndex) {
-        this.server = server;
-        this.timeoutMs = timeoutMs;
-        this.peer = peer;
+        super(server, timeoutMs, peer);
         this.cq = cq;
         this.buf = buf;
         this.mem = buf.segment();
@@ -189,16 +184,6 @@ final class CmOob extends Oob implements CompletionHandler {
         } catch (IllegalStateException | VerbsException e) {
             throw new PerftestException("Couldn't post the rdma_cm control receive: " + e.getMessage(), e);
         }
-    }
-
-    @Override
-    long timeoutMs() {
-        return timeoutMs;
-    }
-
-    @Override
-    String peer() {
-        return peer;
     }
 
     @Override

@@ -16,11 +16,26 @@ abstract class Oob implements AutoCloseable {
     /** What the peer announced, once {@link #exchangeVersion} ran. */
     String peerVersion = "";
 
+    /** This side's role: the server answers, the client speaks first. */
+    final boolean server;
+    final long timeoutMs;
+    final String peer;
+
+    Oob(boolean server, long timeoutMs, String peer) {
+        this.server = server;
+        this.timeoutMs = timeoutMs;
+        this.peer = peer;
+    }
+
     /** The per-message wait (--handshake_timeout), ms. */
-    abstract long timeoutMs();
+    final long timeoutMs() {
+        return timeoutMs;
+    }
 
     /** Who the peer is, for messages. */
-    abstract String peer();
+    final String peer() {
+        return peer;
+    }
 
     /**
      * One exchange in the perftest order; the peer's message has {@code expect} bytes.

@@ -21,17 +21,12 @@ final class TcpOob extends Oob {
     private final Socket socket;
     private final InputStream in;
     private final OutputStream out;
-    private final boolean server;
-    private final long timeoutMs;
-    private final String peer;
 
     private TcpOob(Socket socket, boolean server, long timeoutMs) throws IOException {
+        super(server, timeoutMs, socket.getRemoteSocketAddress().toString());
         this.socket = socket;
         this.in = socket.getInputStream();
         this.out = socket.getOutputStream();
-        this.server = server;
-        this.timeoutMs = timeoutMs;
-        this.peer = socket.getRemoteSocketAddress().toString();
         socket.setTcpNoDelay(true);
     }
 
@@ -80,16 +75,6 @@ final class TcpOob extends Oob {
                 throw new PerftestException("interrupted while connecting to " + host + ":" + port);
             }
         }
-    }
-
-    @Override
-    long timeoutMs() {
-        return timeoutMs;
-    }
-
-    @Override
-    String peer() {
-        return peer;
     }
 
     @Override
