@@ -684,6 +684,12 @@ public final class QueuePair extends QueueEndpoint {
             }
         }
         sendCount += n;
+        LatencyTracker tracker = latency;
+        if (tracker != null) {
+            for (int i = 0; i < n; i++) {
+                tracker.posted(batch.lengthOf(i), batch.signalFlag(i)); // before: completions may come at once
+            }
+        }
         int rc = WorkRequests.post(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
         int posted = n;
         if (rc != 0) {
@@ -701,10 +707,9 @@ public final class QueuePair extends QueueEndpoint {
                 }
             }
         }
-        LatencyTracker tracker = latency;
         if (tracker != null) {
-            for (int i = 0; i < posted; i++) {
-                tracker.posted(batch.lengthOf(i), batch.signalFlag(i));
+            for (int i = n - 1; i >= posted; i--) {
+                tracker.refused(batch.lengthOf(i), batch.signalFlag(i));
             }
         }
         batch.clear();
@@ -941,15 +946,18 @@ public final class QueuePair extends QueueEndpoint {
             pushCover(unsignaledRun + 1);
         }
         sendCount++;
+        LatencyTracker tracker = latency;
+        if (tracker != null) {
+            tracker.posted(length, signal); // before: the completion may be polled before post_send returns
+        }
         int rc = WorkRequests.post(postSendFn, qpAddress, scratchAddress + SEND_WR, scratchAddress + BAD_WR);
         if (rc != 0) {
+            if (tracker != null) {
+                tracker.refused(length, signal);
+            }
             return refused(rc, signal);
         }
         unsignaledRun = signal ? 0 : unsignaledRun + 1;
-        LatencyTracker tracker = latency;
-        if (tracker != null) {
-            tracker.posted(length, signal);
-        }
         return OK;
     }
 

@@ -67,10 +67,12 @@ public final class LatencyTracker {
     }
 
     /**
-     * Called by the posting thread right after a send-queue work request was posted.
+     * Called by the posting thread right <em>before</em> a send-queue work request is handed to the
+     * provider: its completion may be polled on another thread before the post call returns, and
+     * must find its timestamp. If the provider then refuses it, call {@link #refused}.
      *
      * @param lengthBytes the request's payload length
-     * @param signaled    whether it asked for a completion (including moderation's forced ones)
+     * @param signaled    whether it asks for a completion (including moderation's forced ones)
      */
     public void posted(int lengthBytes, boolean signaled) {
         OPS.setOpaque(this, postedOperations + 1);
@@ -83,6 +85,23 @@ public final class LatencyTracker {
             } else {
                 dropped++; // more signaled requests in flight than declared: this one is not timed
             }
+        }
+    }
+
+    /**
+     * Called by the posting thread when the provider refused a request announced with
+     * {@link #posted}: takes the announcement back. No completion can have consumed it (a refused
+     * request completes nothing, and later posts wait for this one), provided the tracker was sized
+     * for the send queue's depth, so the announcement was timed.
+     *
+     * @param lengthBytes the request's payload length, as announced
+     * @param signaled    as announced
+     */
+    public void refused(int lengthBytes, boolean signaled) {
+        OPS.setOpaque(this, postedOperations - 1);
+        BYTES.setOpaque(this, postedBytes - lengthBytes);
+        if (signaled && tail != (long) HEAD.getAcquire(this)) {
+            TAIL.setRelease(this, tail - 1);
         }
     }
 
