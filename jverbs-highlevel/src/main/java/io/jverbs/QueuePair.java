@@ -96,9 +96,6 @@ public final class QueuePair extends QueueEndpoint {
     private final Arena arena = Arena.ofShared();
     /** Per-connection latency, or null: set before connect ({@link #trackLatency}), read by posts and polls. */
     private volatile LatencyTracker latency;
-    /** {@code config.maxSendWr()} and {@code config.signalEvery()}, read by every post. */
-    private final int sendDepth;
-    private final int signalEvery;
     /** Taken by every post and by the destroy: posts from any thread are serialized, and close waits for one in progress. */
     private final PostLock posting = new PostLock();
     private final MemorySegment scratch;
@@ -178,8 +175,6 @@ public final class QueuePair extends QueueEndpoint {
         this.postRecvFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
         this.coverRing = new int[Integer.highestOneBit(Math.max(1, config.maxSendWr() - 1)) << 1];
         this.coverMask = coverRing.length - 1;
-        this.sendDepth = config.maxSendWr();
-        this.signalEvery = config.signalEvery();
         int slots = config.maxSendWr() + config.maxRecvWr();
         this.pending = new CompletableFuture<?>[slots];
         this.pendingWhat = new String[slots];
@@ -935,11 +930,11 @@ public final class QueuePair extends QueueEndpoint {
         local.checkRange(localOffset, length, what);
         long remoteAddress = remote == null ? 0 : remoteTarget(remote, remoteOffset, length, opcode, what);
         int outstanding = sendOutstanding();
-        int depth = sendDepth;
+        int depth = config.maxSendWr();
         if (outstanding >= depth) {
             return SEND_QUEUE_FULL;
         }
-        boolean signal = signaled || unsignaledRun + 1 >= signalEvery || outstanding + 1 >= depth;
+        boolean signal = signaled || unsignaledRun + 1 >= config.signalEvery() || outstanding + 1 >= depth;
         fill(wrId, opcode, local, localOffset, length, remoteAddress, remote == null ? 0 : remote.rkey(), immediate,
                 compareAdd, swap, signal);
         if (signal) {
@@ -1084,8 +1079,8 @@ public final class QueuePair extends QueueEndpoint {
     /** The rest of {@link #onCompletion}, out of line so the hot success path stays small enough to inline. */
     private boolean settle(Completion c, long wrId, int status) {
         LatencyTracker tracker = latency;
-        if (status != WcStatus.SUCCESS && tracker != null && !c.isReceive()) {
-            tracker.failed();
+        if (status != WcStatus.SUCCESS && tracker != null) {
+            tracker.failed(); // any failure errors the queue pair (a failed completion's opcode is not defined)
         }
         CompletableFuture<?> future = null;
         String what = null;

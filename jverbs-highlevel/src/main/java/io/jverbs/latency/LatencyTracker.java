@@ -118,8 +118,9 @@ public final class LatencyTracker {
     }
 
     /**
-     * Called by the polling thread for a failed send-queue completion: the queue pair is in error
-     * and the rest of its work is flushed, so outstanding timings are forgotten.
+     * Called by the polling thread for a failed completion of its queue pair (a failed completion's
+     * opcode is not defined, so send and receive side alike): the queue pair is in error and the
+     * rest of its work is flushed, so outstanding timings are forgotten.
      */
     public void failed() {
         HEAD.setRelease(this, (long) TAIL.getAcquire(this));
