@@ -147,7 +147,11 @@ final class CmOob extends Oob implements CompletionHandler {
                 return RdmaCm.connect(qp, host, port, Duration.ofMillis(left));
             } catch (RdmaCmException e) {
                 if (!e.isRefusal()) {
-                    throw new PerftestException("Couldn't make " + what + " to " + host + ":" + port + ": " + e.getMessage(), e);
+                    // An attempt that used up the rest of the deadline is the --connect_timeout running out.
+                    String bound = System.nanoTime() >= deadline
+                            ? " within " + seconds(connectMs) + " (--connect_timeout)" : "";
+                    throw new PerftestException("Couldn't make " + what + " to " + host + ":" + port + bound + ": "
+                            + e.getMessage(), e);
                 }
                 if (System.nanoTime() + 100_000_000L >= deadline) {
                     throw new PerftestException("Couldn't make " + what + " to " + host + ":" + port + " within "
