@@ -323,6 +323,12 @@ rxe_vm_start_qemu() {
     local qemu_extra=()
     read -r -a qemu_extra <<< "${JVERBS_RXE_QEMU_ARGS:-}" # extra QEMU options, split on blanks
     local append="console=ttyS0 panic=-1 rdinit=/init mitigations=off"
+    # Under TCG the clocksource watchdog sees the emulated TSC skew against the emulated HPET and,
+    # about 14 s after boot, marks the TSC unstable: the guest falls back to the HPET, every
+    # clock_gettime becomes a system call plus an emulated MMIO read, and Java's System.nanoTime
+    # (unlike C perftest's rdtsc) slows by tens of microseconds a call. QEMU derives the TSC from
+    # the host's clock, the same for every vCPU, so it is reliable here.
+    if [ "$accel" = tcg ]; then append+=" tsc=reliable"; fi
     if [ "$dbg" = 1 ]; then append+=" loglevel=7"; else append+=" quiet loglevel=1"; fi
     setpriv --pdeathsig KILL "$qemu" -nodefaults -no-user-config -display none -no-reboot \
         -accel "$accel" -cpu "$cpu" -smp "$cpus" -m "$mem" \

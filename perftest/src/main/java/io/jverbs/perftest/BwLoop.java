@@ -65,6 +65,12 @@ final class BwLoop implements CompletionHandler {
     boolean errReceive;
 
     BwLoop(PerftestCommand c, Session s, int size, boolean sender, boolean receiver, boolean withTimestamps) {
+        this(c, s, size, sender, receiver, withTimestamps, c.duration(), c.itersResolved);
+    }
+
+    /** A loop of a given length: the warm-up runs it on a loopback pair in iteration mode. */
+    BwLoop(PerftestCommand c, Session s, int size, boolean sender, boolean receiver, boolean withTimestamps,
+           boolean timed, int iters) {
         this.c = c;
         this.s = s;
         this.cq = s.cq;
@@ -75,8 +81,8 @@ final class BwLoop implements CompletionHandler {
         this.sender = sender;
         this.receiver = receiver;
         this.size = size;
-        this.timed = c.duration();
-        this.target = timed ? Long.MAX_VALUE : c.itersResolved;
+        this.timed = timed;
+        this.target = timed ? Long.MAX_VALUE : iters;
         int cycle = (int) Math.min(Integer.MAX_VALUE, s.slot);
         if (size <= cycle / 2) {
             inc = Math.max(64, Session.align64(size));
@@ -100,7 +106,7 @@ final class BwLoop implements CompletionHandler {
         completedSeq = new long[n];
         recvPosted = new long[n];
         recvDone = new long[n];
-        int total = timed ? 0 : (int) Math.min(Integer.MAX_VALUE - 8, (long) c.itersResolved * n);
+        int total = timed ? 0 : (int) Math.min(Integer.MAX_VALUE - 8, (long) iters * n);
         tposted = withTimestamps && !timed ? new long[total] : null;
         tcompleted = withTimestamps && !timed ? new long[total] : null;
         bins = c.plot != null ? new long[120_000] : null;
@@ -366,23 +372,19 @@ final class BwLoop implements CompletionHandler {
         double peak = 0;
         if (!c.noPeak && tposted != null) {
             int total = (int) msgs;
-            long best = tcompleted[0] - tposted[0];
+            // Only the signaled posts (every cq_mod-th and the last) have a completion time: the
+            // others' entries stay 0 and must not count (starting from entry 0, unsignaled when
+            // cq_mod > 1, made every peak at small sizes 0.00).
+            long best = Long.MAX_VALUE;
             for (int i = 0; i < total; i++) {
                 for (int j = roundUp(i + 1, cqMod) - 1; j < total; j += cqMod) {
-                    long t = (tcompleted[j] - tposted[i]) / (j - i + 1);
-                    if (t < best) {
-                        best = t;
-                    }
+                    best = Math.min(best, perPost(i, j));
                 }
                 if (total % cqMod != 0) {
-                    int j = total - 1;
-                    long t = (tcompleted[j] - tposted[i]) / (j - i + 1);
-                    if (t < best) {
-                        best = t;
-                    }
+                    best = Math.min(best, perPost(i, total - 1));
                 }
             }
-            peak = best > 0 ? size / (best / 1e9) / factor : 0;
+            peak = best > 0 && best != Long.MAX_VALUE ? size / (best / 1e9) / factor : 0;
         }
         return new BwResult(size, c.itersResolved, peak, msgs * (double) size / (span / 1e9) / factor, msgs / (span / 1e9) / 1e6);
     }
@@ -408,6 +410,11 @@ final class BwLoop implements CompletionHandler {
     }
 
     /** One row of the C report. */
+    /** Time per post from post {@code i} to the completion of post {@code j}, or MAX when {@code j} has none. */
+    private long perPost(int i, int j) {
+        return tcompleted[j] == 0 ? Long.MAX_VALUE : (tcompleted[j] - tposted[i]) / (j - i + 1);
+    }
+
     record BwResult(long size, long iters, double peak, double avg, double msgRate) {
         BwResult plus(BwResult o) {
             return new BwResult(size, iters, peak + o.peak, avg + o.avg, msgRate + o.msgRate);

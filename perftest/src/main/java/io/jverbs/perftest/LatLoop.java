@@ -50,6 +50,11 @@ final class LatLoop implements CompletionHandler {
     int errQpn;
 
     LatLoop(PerftestCommand c, Session s, int size, Histogram histogram) {
+        this(c, s, size, histogram, c.isServer(), c.duration(), c.itersResolved);
+    }
+
+    /** A loop in a given role and length: the warm-up runs both sides of a loopback pair in iteration mode. */
+    LatLoop(PerftestCommand c, Session s, int size, Histogram histogram, boolean server, boolean timed, int iters) {
         this.c = c;
         this.s = s;
         this.cq = s.cq;
@@ -58,9 +63,9 @@ final class LatLoop implements CompletionHandler {
         this.mem = s.memory;
         this.remote = s.remote[0];
         this.size = size;
-        this.server = c.isServer();
-        this.timed = c.duration();
-        this.iters = c.itersResolved;
+        this.server = server;
+        this.timed = timed;
+        this.iters = iters;
         this.deadline = new Deadline(c.completionNs());
         this.tposted = timed ? null : new long[iters];
         this.histogram = histogram;

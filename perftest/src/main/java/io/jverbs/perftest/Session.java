@@ -42,9 +42,12 @@ final class Session implements AutoCloseable {
     QpRecord[] mine;
     QpRecord[] theirs;
     RemoteBuffer[] remote;
+    /** A warm-up twin ({@link #loopbackPair}): close releases only its own queue pair, CQ and buffer. */
+    private final boolean twin;
 
     Session(PerftestCommand c) {
         this.c = c;
+        this.twin = false;
         String name = c.device;
         if (name == null) {
             Rdma.DeviceList list = Rdma.devices();
@@ -92,6 +95,64 @@ final class Session implements AutoCloseable {
             context.close();
             if (e instanceof VerbsException v) {
                 throw new PerftestException(v.getMessage(), v);
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * A warm-up twin of {@code base}: its context, port, GID and protection domain, and its own
+     * completion queue, one queue pair made with the same configuration as the session's, and a
+     * buffer of two {@code slot}-byte slots open to every remote access.
+     */
+    private Session(Session base, long slot) {
+        this.c = base.c;
+        this.twin = true;
+        this.context = base.context;
+        this.port = base.port;
+        this.useGid = base.useGid;
+        this.gid = base.gid;
+        this.pd = base.pd;
+        this.outReads = base.outReads;
+        int perQp = c.tx + (c.verb == Verb.SEND ? c.rx : 0);
+        this.cq = c.events ? context.createCompletionQueueWithEvents(perQp) : context.createCompletionQueue(perQp);
+        this.qps = new QueuePair[1];
+        try {
+            qps[0] = pd.createQueuePair(new QueuePairConfig(cq, cq, c.tx, c.verb == Verb.SEND ? c.rx : 1, c.inline,
+                    c.ibPort, gid != null ? gid.index() : -1, c.cqModResolved, c.qpTimeout, 7, 7, outReads));
+            this.maxInline = qps[0].maxInlineData();
+            this.slot = slot;
+            this.buffer = pd.allocate(2 * slot, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
+            this.memory = buffer.segment();
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    /**
+     * Two twins of this session connected to each other on the same device, for the warm-up: the
+     * measured loops run on them exactly as on the real queue pairs, and nothing reaches the peer.
+     * Close both when done; the session itself stays open.
+     *
+     * @param size the largest message the warm-up sends
+     * @return {server twin, client twin}, each one's remote buffer the other's target slot
+     */
+    Session[] loopbackPair(int size) {
+        long twinSlot = align64(Math.max(size, 4096));
+        Session a = new Session(this, twinSlot);
+        Session b = null;
+        try {
+            b = new Session(this, twinSlot);
+            a.qps[0].connect(b.qps[0].localEndpoint());
+            b.qps[0].connect(a.qps[0].localEndpoint());
+            a.remote = new RemoteBuffer[] {b.buffer.remote(b.targetOffset(0), twinSlot)};
+            b.remote = new RemoteBuffer[] {a.buffer.remote(a.targetOffset(0), twinSlot)};
+            return new Session[] {a, b};
+        } catch (RuntimeException e) {
+            a.close();
+            if (b != null) {
+                b.close();
             }
             throw e;
         }
@@ -219,6 +280,18 @@ final class Session implements AutoCloseable {
 
     @Override
     public void close() {
-        context.close();
+        if (!twin) {
+            context.close();
+            return;
+        }
+        for (QueuePair qp : qps) {
+            if (qp != null) {
+                qp.close();
+            }
+        }
+        if (buffer != null) {
+            buffer.close();
+        }
+        cq.close();
     }
 }

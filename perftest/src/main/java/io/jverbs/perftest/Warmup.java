@@ -13,7 +13,13 @@ import io.jverbs.WorkBatch;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
+import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.HdrHistogram.Histogram;
 
 /**
  * Warms the post and poll paths before the peer is even contacted, on resources the peer never
@@ -37,8 +43,17 @@ final class Warmup implements CompletionHandler {
     private int receives;
     private int failed = -1;
 
-    /** What the warm-up did: batches run, and the bytes the last batch allocated (0 when warm). */
-    record Outcome(int batches, long lastBatchBytes, long millis) {
+    /** Rounds of the measured loop itself: above C1's invocation threshold (200) for its outermost method. */
+    static final int LOOP_ROUNDS = 300;
+    /** Iterations per round: every method inside the loop is called thousands of times in all. */
+    static final int ROUND_ITERS = 8;
+
+    /**
+     * What the warm-up did: batches run, the bytes the last batch allocated (0 when warm), the
+     * rounds of the measured loop run on the loopback pair (-1: this JVM had warmed that loop
+     * already), and whether the JIT went quiet after.
+     */
+    record Outcome(int batches, long lastBatchBytes, int loopRounds, boolean jitSettled, long millis) {
     }
 
     private Warmup(PerftestCommand c) {
@@ -82,7 +97,21 @@ final class Warmup implements CompletionHandler {
                 n++;
                 zeroRuns = last == 0 ? zeroRuns + 1 : 0;
             }
-            return new Outcome(n, last, (System.nanoTime() - t0) / 1_000_000);
+            a.close();
+            b.close();
+            a = null;
+            b = null;
+            int rounds = -1; // already warm: this JVM ran these loop rounds for an earlier run
+            boolean settled = true;
+            if (WARMED.add(loopKey(c))) {
+                try {
+                    rounds = loops(c, s);
+                } catch (RuntimeException e) {
+                    rounds = 0; // the loopback twins could not be made: the loop stays colder
+                }
+                settled = settleJit();
+            }
+            return new Outcome(n, last, rounds, settled, (System.nanoTime() - t0) / 1_000_000);
         } catch (RuntimeException e) {
             return null; // a colder JVM, not a failed test
         } finally {
@@ -99,6 +128,129 @@ final class Warmup implements CompletionHandler {
                 cq.close();
             }
         }
+    }
+
+    /** The loop shapes this JVM has warmed: compiled code stays, a second run of the same shape skips the rounds. */
+    private static final java.util.Set<String> WARMED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    private static String loopKey(PerftestCommand c) {
+        return c.kind + " " + c.verb + " cas=" + c.cas + " bidi=" + c.bidirectional + " list=" + (c.postList > 1)
+                + " events=" + c.events;
+    }
+
+    /**
+     * Runs the measured loop itself ({@link LatLoop} or {@link BwLoop}, the same methods the test
+     * calls) {@value #LOOP_ROUNDS} times on two twins of the session connected to each other, both
+     * sides in their roles (the twin that would be passive stays idle), so that C1 has compiled the
+     * loop and everything it calls before the clock starts. Without this the measured loop began
+     * in the interpreter and was compiled while it ran: on the emulated rig that doubled write_lat's
+     * t_typical against C (the compilations are visible with {@code -XX:+PrintCompilation}).
+     *
+     * @return the rounds completed (fewer when a round failed: the JVM is only colder then)
+     */
+    private static int loops(PerftestCommand c, Session s) {
+        int size = Math.max(1, Math.min(c.sizes[0], 4096));
+        Session[] twins = s.loopbackPair(size);
+        Session server = twins[0];
+        Session client = twins[1];
+        boolean send = c.verb == Verb.SEND;
+        boolean oneSided = c.verb == Verb.READ || c.verb == Verb.ATOMIC;
+        // the roles of the real sides: who runs a loop, and who only lends its memory
+        boolean serverRuns = c.kind == Kind.LAT ? !oneSided : send || c.bidirectional;
+        CyclicBarrier barrier = new CyclicBarrier(serverRuns ? 2 : 1);
+        int[] done = new int[2];
+        Thread peer = null;
+        try {
+            if (serverRuns) {
+                peer = Thread.ofPlatform().daemon().name("jverbs-perftest-warmup").start(
+                        () -> rounds(c, server, size, true, barrier, done));
+            }
+            rounds(c, client, size, false, barrier, done);
+        } finally {
+            if (peer != null) {
+                barrier.reset(); // a side that failed early must not leave the other waiting
+                try {
+                    peer.join(c.completionNs() / 1_000_000 + 1000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            server.close();
+            client.close();
+        }
+        return done[1];
+    }
+
+    /** One side's rounds; each round starts and ends together with the other side's. */
+    private static void rounds(PerftestCommand c, Session twin, int size, boolean serverSide, CyclicBarrier barrier,
+                               int[] done) {
+        boolean send = c.verb == Verb.SEND;
+        long target = twin.targetOffset(0);
+        Histogram histogram = c.kind == Kind.LAT ? new Histogram(LatLoop.HIST_MAX_NS, 3) : null;
+        try {
+            for (int r = 0; r < LOOP_ROUNDS; r++) {
+                if (c.kind == Kind.LAT) {
+                    twin.memory.asSlice(target, twin.slot).fill((byte) 0); // write_lat's signal bytes start at 0
+                    histogram.reset();
+                    LatLoop loop = new LatLoop(c, twin, size, histogram, serverSide, false, ROUND_ITERS);
+                    if (send) {
+                        loop.prepostReceives();
+                    }
+                    barrier.await(c.completionNs(), TimeUnit.NANOSECONDS);
+                    if (c.verb == Verb.WRITE) {
+                        loop.runWrite();
+                    } else if (send) {
+                        loop.runSend();
+                    } else {
+                        loop.runReadOrAtomic();
+                    }
+                } else {
+                    boolean sender = !serverSide || c.bidirectional;
+                    boolean receiver = send && (serverSide || c.bidirectional);
+                    BwLoop loop = new BwLoop(c, twin, size, sender, receiver, sender && !c.noPeak, false, ROUND_ITERS);
+                    if (receiver) {
+                        loop.prepostReceives();
+                    }
+                    barrier.await(c.completionNs(), TimeUnit.NANOSECONDS);
+                    loop.run();
+                }
+                barrier.await(c.completionNs(), TimeUnit.NANOSECONDS);
+                done[serverSide ? 0 : 1] = r + 1;
+            }
+        } catch (RuntimeException | InterruptedException | BrokenBarrierException | TimeoutException e) {
+            barrier.reset();
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /**
+     * Waits (at most 3 s) until no compilation has finished for 90 ms: C1 compiles in the
+     * background, and what the warm-up queued should be done before the clock starts.
+     *
+     * @return whether the JIT went quiet within the bound
+     */
+    private static boolean settleJit() {
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
+            return false;
+        }
+        long end = System.nanoTime() + 3_000_000_000L;
+        long last = jit.getTotalCompilationTime();
+        int quiet = 0;
+        while (quiet < 3 && System.nanoTime() < end) {
+            try {
+                Thread.sleep(30);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+            long now = jit.getTotalCompilationTime();
+            quiet = now == last ? quiet + 1 : 0;
+            last = now;
+        }
+        return quiet >= 3;
     }
 
     /** One batch: BATCH operations of the test's verb, each waited for, through the same calls the loops make. */
