@@ -74,10 +74,12 @@ final class LatLoop implements CompletionHandler {
     /**
      * Runs the byte-polling call site once before the clock (the byte already has the value it
      * waits for, so it returns at once): a VarHandle call site links, and allocates, on its first
-     * execution.
+     * execution. It polls this side's own source byte, which only this thread writes: the target
+     * byte could change between reading it and waiting for it (the server writes first), and
+     * waiting for the old value then timed out.
      */
     void prelink() {
-        long off = s.targetOffset(0) + size - 1;
+        long off = s.sourceOffset(0) + size - 1;
         awaitByte(off, (byte) BYTE.getAcquire(mem, off));
     }
 
