@@ -121,6 +121,34 @@ public class VerbsException extends RuntimeException {
         return sb.toString();
     }
 
+    /**
+     * The registration hint for ENOMEM, from this process's soft locked-memory limit as
+     * {@code /proc/self/limits} gives it ("unlimited", a number of bytes, or null when unknown).
+     */
+    static String memlockHint(String limit) {
+        if ("unlimited".equals(limit)) {
+            return "The locked-memory limit is already unlimited, so the kernel or the provider could not pin"
+                    + " this much memory: check free memory and the device's largest region (ibv_devinfo -v: max_mr_size)";
+        }
+        return "The locked-memory limit" + (limit != null ? " (" + limit + " bytes)" : "") + " is probably too low for"
+                + " this registration: raise it (ulimit -l unlimited, or LimitMEMLOCK=infinity for a systemd service)";
+    }
+
+    /** The soft "Max locked memory" of /proc/self/limits, or null when it cannot be read. */
+    private static String lockedMemoryLimit() {
+        try {
+            for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/limits"))) {
+                if (line.startsWith("Max locked memory")) {
+                    String[] f = line.substring("Max locked memory".length()).trim().split("\\s+");
+                    return f.length > 0 ? f[0] : null;
+                }
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            return null;
+        }
+        return null;
+    }
+
     private static String hint(String verb, int errno) {
         boolean opensDevice = verb.equals("ibv_get_device_list") || verb.equals("ibv_open_device")
                 || verb.equals("rdma_create_event_channel") || verb.equals("rdma_get_devices");
@@ -134,10 +162,7 @@ public class VerbsException extends RuntimeException {
                     ? "No RDMA device: check `ibv_devices`; for Soft-RoCE create one with"
                       + " `rdma link add rxe0 type rxe netdev <netdev>` (soft-roce-ci/setup-rxe does it)"
                     : null;
-            case Errno.ENOMEM -> registersMemory
-                    ? "The locked-memory limit is probably too low for this registration: raise it"
-                      + " (ulimit -l unlimited, or LimitMEMLOCK=infinity for a systemd service)"
-                    : null;
+            case Errno.ENOMEM -> registersMemory ? memlockHint(lockedMemoryLimit()) : null;
             case Errno.EPERM, Errno.EACCES -> opensDevice || registersMemory
                     ? "No permission on /dev/infiniband/uverbs* (run as a user with access: group rdma, a udev rule,"
                       + " or root), or the locked-memory limit is too low for the registration"
