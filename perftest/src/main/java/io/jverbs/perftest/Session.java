@@ -82,13 +82,10 @@ final class Session implements AutoCloseable {
             outReads = c.verb == Verb.READ || c.verb == Verb.ATOMIC
                     ? Math.max(1, Math.min(255, c.outs != null ? Math.min(c.outs, deviceRdAtom) : deviceRdAtom)) : 1;
             pd = context.allocateProtectionDomain();
-            int perQp = c.tx + (c.verb == Verb.SEND ? c.rx : 0);
-            cq = c.events ? context.createCompletionQueueWithEvents(perQp * c.qps) : context.createCompletionQueue(perQp * c.qps);
+            cq = completionQueue(c.qps);
             qps = new QueuePair[c.qps];
             for (int i = 0; i < c.qps; i++) {
-                QueuePairConfig config = new QueuePairConfig(cq, cq, c.tx, c.verb == Verb.SEND ? c.rx : 1, c.inline,
-                        c.ibPort, gid != null ? gid.index() : -1, c.cqModResolved, c.qpTimeout, 7, 7, outReads);
-                qps[i] = pd.createQueuePair(config);
+                qps[i] = pd.createQueuePair(queuePairConfig());
             }
             maxInline = qps[0].maxInlineData();
         } catch (RuntimeException e) {
@@ -98,6 +95,19 @@ final class Session implements AutoCloseable {
             }
             throw e;
         }
+    }
+
+    /** The completion queue of {@code queuePairs} data queue pairs: their send and receive depths, with events for -e. */
+    private CompletionQueue completionQueue(int queuePairs) {
+        int perQp = c.tx + (c.verb == Verb.SEND ? c.rx : 0);
+        return c.events ? context.createCompletionQueueWithEvents(perQp * queuePairs)
+                        : context.createCompletionQueue(perQp * queuePairs);
+    }
+
+    /** A data queue pair's configuration on {@link #cq}, from the command line (depths, inline, port, GID, moderation). */
+    private QueuePairConfig queuePairConfig() {
+        return new QueuePairConfig(cq, cq, c.tx, c.verb == Verb.SEND ? c.rx : 1, c.inline, c.ibPort,
+                gid != null ? gid.index() : -1, c.cqModResolved, c.qpTimeout, 7, 7, outReads);
     }
 
     /**
@@ -114,12 +124,10 @@ final class Session implements AutoCloseable {
         this.gid = base.gid;
         this.pd = base.pd;
         this.outReads = base.outReads;
-        int perQp = c.tx + (c.verb == Verb.SEND ? c.rx : 0);
-        this.cq = c.events ? context.createCompletionQueueWithEvents(perQp) : context.createCompletionQueue(perQp);
+        this.cq = completionQueue(1);
         this.qps = new QueuePair[1];
         try {
-            qps[0] = pd.createQueuePair(new QueuePairConfig(cq, cq, c.tx, c.verb == Verb.SEND ? c.rx : 1, c.inline,
-                    c.ibPort, gid != null ? gid.index() : -1, c.cqModResolved, c.qpTimeout, 7, 7, outReads));
+            qps[0] = pd.createQueuePair(queuePairConfig());
             this.maxInline = qps[0].maxInlineData();
             this.slot = slot;
             this.buffer = pd.allocate(2 * slot, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
