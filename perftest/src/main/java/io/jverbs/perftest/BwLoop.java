@@ -409,12 +409,12 @@ final class BwLoop implements CompletionHandler {
         return r;
     }
 
-    /** One row of the C report. */
     /** Time per post from post {@code i} to the completion of post {@code j}, or MAX when {@code j} has none. */
     private long perPost(int i, int j) {
         return tcompleted[j] == 0 ? Long.MAX_VALUE : (tcompleted[j] - tposted[i]) / (j - i + 1);
     }
 
+    /** One row of the C report. */
     record BwResult(long size, long iters, double peak, double avg, double msgRate) {
         BwResult plus(BwResult o) {
             return new BwResult(size, iters, peak + o.peak, avg + o.avg, msgRate + o.msgRate);

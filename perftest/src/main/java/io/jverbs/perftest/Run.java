@@ -83,10 +83,7 @@ final class Run {
         }
         if (c.allocReport && !c.noWarmup) {
             c.out().println(warmup == null ? " Warm-up: the loopback queue pairs could not be made (none ran)"
-                    : " Warm-up: " + warmup.batches() + " batches of 256 operations on a loopback pair, the last allocated "
-                      + warmup.lastBatchBytes() + " bytes; " + (warmup.loopRounds() < 0 ? "the measured loop already warm in this JVM"
-                      : warmup.loopRounds() + " rounds of the measured loop") + "; JIT "
-                      + (warmup.jitSettled() ? "quiet" : "still busy") + " after " + warmup.millis() + " ms");
+                    : warmup.summary());
         }
         if (c.allocReport && allocated >= 0) {
             c.out().println(" Allocated in the measured loop: " + allocated + " bytes");

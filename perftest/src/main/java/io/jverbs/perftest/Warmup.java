@@ -1,35 +1,35 @@
 package io.jverbs.perftest;
 
-import io.jverbs.Access;
 import io.jverbs.Completion;
 import io.jverbs.CompletionHandler;
-import io.jverbs.CompletionQueue;
 import io.jverbs.QueuePair;
-import io.jverbs.QueuePairConfig;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.WorkBatch;
+import org.HdrHistogram.Histogram;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
+import java.util.Set;
 import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import org.HdrHistogram.Histogram;
 
 /**
  * Warms the post and poll paths before the peer is even contacted, on resources the peer never
- * sees: two queue pairs of this side's protection domain connected to each other on the same
- * device, their own completion queue and a small buffer. It runs the operations the test will
- * run (RDMA Write, Read, Send with receives, atomics, post lists) through the same jverbs
- * methods, in batches, until a batch allocates nothing on this thread. A fresh JVM spends its
- * first thousands of FFM downcalls setting up method handles and LambdaForms, which allocates
- * in the calling thread; afterwards the measured loop allocates 0 bytes. Nothing of this goes on
- * the wire to the peer, and it ends before the handshake, so the peer's waits are not affected.
+ * sees: two twins of the session ({@link Session#loopbackPair}), each with its own queue pair,
+ * completion queue and buffer, connected to each other on the same device. First it runs the
+ * operations the test will run (RDMA Write, Read, Send with receives, atomics, post lists)
+ * through the same jverbs methods, in batches, until a batch allocates nothing on this thread: a
+ * fresh JVM spends its first thousands of FFM downcalls setting up method handles and
+ * LambdaForms, which allocates in the calling thread. Then it runs the measured loop itself
+ * ({@link #loops}), so that it is compiled before the clock starts. Nothing of this goes on the
+ * wire to the peer, and it ends before the handshake, so the peer's waits are not affected.
  */
 final class Warmup implements CompletionHandler {
     private static final com.sun.management.ThreadMXBean THREADS =
@@ -37,7 +37,6 @@ final class Warmup implements CompletionHandler {
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     private static final int BATCH = 256;
     private static final int MAX_BATCHES = 24;
-    private static final int DEPTH = 32;
     private final PerftestCommand c;
     private int sends;
     private int receives;
@@ -54,6 +53,13 @@ final class Warmup implements CompletionHandler {
      * already), and whether the JIT went quiet after.
      */
     record Outcome(int batches, long lastBatchBytes, int loopRounds, boolean jitSettled, long millis) {
+        /** The {@code --alloc_report} line. */
+        String summary() {
+            return " Warm-up: " + batches + " batches of " + BATCH + " operations on a loopback pair, the last allocated "
+                    + lastBatchBytes + " bytes; " + (loopRounds < 0 ? "the measured loop already warm in this JVM"
+                    : loopRounds + " rounds of the measured loop") + "; JIT " + (jitSettled ? "quiet" : "still busy")
+                    + " after " + millis + " ms";
+        }
     }
 
     private Warmup(PerftestCommand c) {
@@ -68,46 +74,35 @@ final class Warmup implements CompletionHandler {
      */
     static Outcome run(PerftestCommand c, Session s) {
         long t0 = System.nanoTime();
-        CompletionQueue cq = null;
-        RegisteredBuffer buf = null;
-        QueuePair a = null;
-        QueuePair b = null;
+        int size = Math.max(1, Math.min(c.sizes[0], 4096));
+        Session[] twins;
         try {
-            cq = s.context.createCompletionQueue(4 * DEPTH);
-            buf = s.pd.allocate(2 * Math.max(4096, Session.align64(Math.min(c.size, 1 << 20))), Access.REMOTE_WRITE,
-                    Access.REMOTE_READ, Access.REMOTE_ATOMIC);
-            int gidIndex = s.gid != null ? s.gid.index() : -1;
-            QueuePairConfig config = new QueuePairConfig(cq, cq, DEPTH, DEPTH, s.maxInline, s.port.port(), gidIndex,
-                    Math.min(DEPTH, Math.max(1, c.cqModResolved)), c.qpTimeout, 7, 7, Math.max(1, s.outReads));
-            a = s.pd.createQueuePair(config);
-            b = s.pd.createQueuePair(config);
-            a.connect(b.localEndpoint());
-            b.connect(a.localEndpoint());
+            twins = s.loopbackPair(size);
+        } catch (RuntimeException e) {
+            return null; // a colder JVM, not a failed test
+        }
+        Session server = twins[0];
+        Session client = twins[1];
+        try {
             Warmup w = new Warmup(c);
-            WorkBatch batch = c.postList > 1 ? a.newBatch(Math.min(c.postList, DEPTH)) : null;
-            long half = buf.segment().byteSize() / 2;
-            RemoteBuffer remote = new RemoteBuffer(buf.address() + half, half, buf.rkey());
+            WorkBatch batch = c.postList > 1 ? client.qps[0].newBatch(Math.min(c.postList, c.tx)) : null;
             long last = -1;
             int n = 0;
             int zeroRuns = 0;
             while (n < MAX_BATCHES && zeroRuns < 2) {
                 long before = THREADS.getCurrentThreadAllocatedBytes();
-                w.batch(cq, a, b, buf, remote, batch);
+                w.batch(client, server, size, batch);
                 last = THREADS.getCurrentThreadAllocatedBytes() - before;
                 n++;
                 zeroRuns = last == 0 ? zeroRuns + 1 : 0;
             }
-            a.close();
-            b.close();
-            a = null;
-            b = null;
             int rounds = -1; // already warm: this JVM ran these loop rounds for an earlier run
             boolean settled = true;
-            if (WARMED.add(loopKey(c))) {
-                try {
-                    rounds = loops(c, s);
-                } catch (RuntimeException e) {
-                    rounds = 0; // the loopback twins could not be made: the loop stays colder
+            String key = loopKey(c);
+            if (WARMED.add(key)) {
+                rounds = loops(c, server, client, size);
+                if (rounds < LOOP_ROUNDS) {
+                    WARMED.remove(key); // a round failed: the next run tries again
                 }
                 settled = settleJit();
             }
@@ -115,23 +110,13 @@ final class Warmup implements CompletionHandler {
         } catch (RuntimeException e) {
             return null; // a colder JVM, not a failed test
         } finally {
-            if (a != null) {
-                a.close();
-            }
-            if (b != null) {
-                b.close();
-            }
-            if (buf != null) {
-                buf.close();
-            }
-            if (cq != null) {
-                cq.close();
-            }
+            server.close();
+            client.close();
         }
     }
 
     /** The loop shapes this JVM has warmed: compiled code stays, a second run of the same shape skips the rounds. */
-    private static final java.util.Set<String> WARMED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private static final Set<String> WARMED = ConcurrentHashMap.newKeySet();
 
     private static String loopKey(PerftestCommand c) {
         return c.kind + " " + c.verb + " cas=" + c.cas + " bidi=" + c.bidirectional + " list=" + (c.postList > 1)
@@ -140,19 +125,14 @@ final class Warmup implements CompletionHandler {
 
     /**
      * Runs the measured loop itself ({@link LatLoop} or {@link BwLoop}, the same methods the test
-     * calls) {@value #LOOP_ROUNDS} times on two twins of the session connected to each other, both
-     * sides in their roles (the twin that would be passive stays idle), so that C1 has compiled the
+     * calls) {@value #LOOP_ROUNDS} times on the twins, both sides in their roles (the twin that would be passive stays idle), so that C1 has compiled the
      * loop and everything it calls before the clock starts. Without this the measured loop began
      * in the interpreter and was compiled while it ran: on the emulated rig that doubled write_lat's
      * t_typical against C (the compilations are visible with {@code -XX:+PrintCompilation}).
      *
      * @return the rounds completed (fewer when a round failed: the JVM is only colder then)
      */
-    private static int loops(PerftestCommand c, Session s) {
-        int size = Math.max(1, Math.min(c.sizes[0], 4096));
-        Session[] twins = s.loopbackPair(size);
-        Session server = twins[0];
-        Session client = twins[1];
+    private static int loops(PerftestCommand c, Session server, Session client, int size) {
         boolean send = c.verb == Verb.SEND;
         boolean oneSided = c.verb == Verb.READ || c.verb == Verb.ATOMIC;
         // the roles of the real sides: who runs a loop, and who only lends its memory
@@ -175,8 +155,6 @@ final class Warmup implements CompletionHandler {
                     Thread.currentThread().interrupt();
                 }
             }
-            server.close();
-            client.close();
         }
         return done[1];
     }
@@ -253,16 +231,23 @@ final class Warmup implements CompletionHandler {
         return quiet >= 3;
     }
 
-    /** One batch: BATCH operations of the test's verb, each waited for, through the same calls the loops make. */
-    private void batch(CompletionQueue cq, QueuePair a, QueuePair b, RegisteredBuffer buf, RemoteBuffer remote, WorkBatch list) {
-        MemorySegment mem = buf.segment();
-        long half = mem.byteSize() / 2;
-        int size = (int) Math.min(Math.max(1, c.size), half);
+    /**
+     * One batch: BATCH operations of the test's verb from the client twin to the server twin, each
+     * waited for, through the same calls the loops make.
+     */
+    private void batch(Session client, Session server, int size, WorkBatch list) {
+        QueuePair a = client.qps[0];
+        QueuePair b = server.qps[0];
+        RegisteredBuffer buf = client.buffer;
+        MemorySegment mem = client.memory;
+        RemoteBuffer remote = client.remote[0];
+        long target = client.targetOffset(0);
+        long serverTarget = server.targetOffset(0);
         for (int i = 0; i < BATCH; i++) {
             long id = ((long) i << 16) | 1;
             // what the latency loops touch besides posting and polling
             mem.set(ValueLayout.JAVA_BYTE, size - 1, (byte) i);
-            if ((byte) BYTE.getAcquire(mem, half + size - 1) == (byte) 0x5a) {
+            if ((byte) BYTE.getAcquire(mem, target + size - 1) == (byte) 0x5a) {
                 Thread.onSpinWait();
             }
             int rc;
@@ -274,7 +259,7 @@ final class Warmup implements CompletionHandler {
                     default -> list.send(id, buf, 0, size, true);
                 }
                 if (c.verb == Verb.SEND) {
-                    post(b.receive(id, buf, half, size));
+                    post(b.receive(id, server.buffer, serverTarget, size));
                 }
                 rc = a.post(list);
             } else {
@@ -282,7 +267,7 @@ final class Warmup implements CompletionHandler {
                     case WRITE -> a.write(id, buf, 0, size, remote, 0, true);
                     case READ -> a.read(id, buf, 0, size, remote, 0, true);
                     case SEND -> {
-                        post(b.receive(id, buf, half, size));
+                        post(b.receive(id, server.buffer, serverTarget, size));
                         yield a.send(id, buf, 0, size, true);
                     }
                     case ATOMIC -> c.cas ? a.compareAndSwap(id, buf, 0, remote, 0, 0, 0, true)
@@ -294,7 +279,8 @@ final class Warmup implements CompletionHandler {
             int wantRecv = c.verb == Verb.SEND ? receives + 1 : receives;
             long deadline = System.nanoTime() + 2_000_000_000L;
             while (sends < want || receives < wantRecv) {
-                if (cq.poll(this, 16) == 0 && System.nanoTime() > deadline) {
+                // sends complete on the client twin's queue, receives on the server twin's
+                if (client.cq.poll(this, 16) + server.cq.poll(this, 16) == 0 && System.nanoTime() > deadline) {
                     throw new IllegalStateException("warm-up: no completion");
                 }
                 if (failed >= 0) {
