@@ -1,5 +1,9 @@
 package io.jverbs.ibverbs;
 
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
 /**
  * A verb of libibverbs or librdmacm failed.
  *
@@ -137,13 +141,13 @@ public class VerbsException extends RuntimeException {
     /** The soft "Max locked memory" of /proc/self/limits, or null when it cannot be read. */
     private static String lockedMemoryLimit() {
         try {
-            for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/limits"))) {
+            for (String line : Files.readAllLines(Path.of("/proc/self/limits"))) {
                 if (line.startsWith("Max locked memory")) {
                     String[] f = line.substring("Max locked memory".length()).trim().split("\\s+");
                     return f.length > 0 ? f[0] : null;
                 }
             }
-        } catch (java.io.IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException e) {
             return null;
         }
         return null;
