@@ -15,6 +15,13 @@ for line in sys.stdin:
     if m:
         current = m.group(1).rsplit(".", 1)[-1]
         iterations.setdefault(current, [])
+    m = re.match(r"# Parameters: \((.*)\)", line)
+    if m and current:
+        # one row per parameter set: name[confined=true]
+        if not iterations.get(current):
+            iterations.pop(current, None)
+        current = current.split("[", 1)[0] + "[" + m.group(1).replace(" ", "") + "]"
+        iterations.setdefault(current, [])
     m = re.match(r"Iteration\s+\d+: ([\d.]+) ns/op", line)
     if m and current:
         iterations[current].append(float(m.group(1)))
@@ -29,8 +36,12 @@ print("\n== summary: ns/op over %s iterations (min / p10 / median)" % ", ".join(
     "%s %d" % (k, len(v)) for k, v in iterations.items()))
 for name, values in iterations.items():
     if values:
-        print("  %-28s %8.2f %8.2f %8.2f" % ((name,) + stats(values)))
+        print("  %-40s %8.2f %8.2f %8.2f" % ((name,) + stats(values)))
 for java, c in pairs.items():
-    if iterations.get(java) and iterations.get(c):
-        j, k = stats(iterations[java]), stats(iterations[c])
-        print("  %-28s %+8.2f %+8.2f %+8.2f   (minus %s)" % (java, j[0] - k[0], j[1] - k[1], j[2] - k[2], c))
+    for key in iterations:
+        if key.split("[", 1)[0] != java:
+            continue
+        ckey = c + key[len(java):]  # the C benchmark with the same parameters
+        if iterations.get(key) and iterations.get(ckey):
+            j, k = stats(iterations[key]), stats(iterations[ckey])
+            print("  %-40s %+8.2f %+8.2f %+8.2f   (minus %s)" % (key, j[0] - k[0], j[1] - k[1], j[2] - k[2], ckey))

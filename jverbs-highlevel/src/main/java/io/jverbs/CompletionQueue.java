@@ -30,7 +30,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * {@code poll} from one thread, typically a {@link Poller}); {@link #armEvents()} and
  * {@link #waitForEvent(long)} exclude each other; {@link #close()} waits for a poll, an arm or a
  * wait in progress. Closing from inside a handler is allowed: the queue is destroyed when that
- * poll returns. Calling {@code poll} from a handler of the same queue throws.
+ * poll returns. Calling {@code poll} from a handler of the same queue throws. A queue made by
+ * {@link Context#createConfinedCompletionQueue} belongs to the thread that created it: its polls
+ * take no lock, and {@code poll} or {@link #close()} from another thread throws
+ * {@link WrongThreadException}.
  *
  * <p>Closing the queue first closes the queue pairs that use it (a device refuses to destroy a
  * completion queue that queue pairs still use).
@@ -57,6 +60,10 @@ public final class CompletionQueue extends Resource {
     /** Taken by each poll and by the destroy (which so waits for a poll in progress on another thread). */
     private final PostLock polls = new PostLock();
     private boolean destroyAfterPoll;
+    /** The thread a confined queue belongs to ({@link Context#createConfinedCompletionQueue}), or null. */
+    private final Thread owner;
+    /** A confined queue's poll in progress (its owner's only: a re-entry from a handler is refused). */
+    private boolean polling;
     private long handlerFailures;
     private Consumer<Throwable> errorListener = e -> LOG.log(System.Logger.Level.WARNING,
             "a completion handler threw; polling goes on", e);
@@ -68,14 +75,15 @@ public final class CompletionQueue extends Resource {
      * Wraps a provider's {@code ibv_cq} that jverbs did not create, for this module's JMH
      * benchmark over the fake provider. Not reachable from other modules.
      */
-    static CompletionQueue wrapForBenchmark(MemorySegment rawCq) {
-        CompletionQueue q = new CompletionQueue(null, rawCq, MemorySegment.NULL, 1);
+    static CompletionQueue wrapForBenchmark(MemorySegment rawCq, boolean confined) {
+        CompletionQueue q = new CompletionQueue(null, rawCq, MemorySegment.NULL, 1, confined);
         q.foreign = true;
         return q;
     }
 
-    private CompletionQueue(Context context, MemorySegment cq, MemorySegment channel, int capacity) {
+    private CompletionQueue(Context context, MemorySegment cq, MemorySegment channel, int capacity, boolean confined) {
         super("completion queue", context);
+        this.owner = confined ? Thread.currentThread() : null;
         this.context = context;
         this.cq = cq;
         this.channel = channel;
@@ -89,7 +97,7 @@ public final class CompletionQueue extends Resource {
         this.pollFn = WorkRequests.providerOp(ctx, ibv_context_ops.poll_cq$OFFSET, "ibv_poll_cq");
     }
 
-    static CompletionQueue create(Context context, int capacity, boolean events) {
+    static CompletionQueue create(Context context, int capacity, boolean events, boolean confined) {
         if (capacity < 1) {
             throw new IllegalArgumentException("a completion queue needs at least 1 entry, not " + capacity);
         }
@@ -112,7 +120,7 @@ public final class CompletionQueue extends Resource {
                 throw VerbsException.of("ibv_create_cq", errno);
             }
         }
-        CompletionQueue queue = new CompletionQueue(context, cq, channel, capacity);
+        CompletionQueue queue = new CompletionQueue(context, cq, channel, capacity, confined);
         try {
             queue.adoptedByParent();
         } catch (IllegalStateException e) {
@@ -176,17 +184,60 @@ public final class CompletionQueue extends Resource {
      * @return how many completions were taken (0 when none was waiting): the duty-cycle count for
      *         an {@link IdleStrategy}
      * @throws IllegalStateException when the queue is closed, or poll is re-entered from a handler
+     * @throws WrongThreadException when the queue is confined to another thread
      * @throws VerbsException when the provider reports a polling error
      */
     public int poll(CompletionHandler handler, int max) {
         if (max < 1 || max > MAX_BATCH) {
             throw new IllegalArgumentException("max must be 1 to " + MAX_BATCH + ", not " + max);
         }
+        if (owner != null) {
+            return pollConfined(handler, max);
+        }
         polls.lock("poll");
         try {
             return pollLocked(handler, max);
         } finally {
             polls.unlock();
+        }
+    }
+
+    /** A confined queue's poll: its owner thread only, so no lock; a flag refuses a re-entry from a handler. */
+    private int pollConfined(CompletionHandler handler, int max) {
+        if (Thread.currentThread() != owner) {
+            throw wrongThread(owner, "poll");
+        }
+        if (polling) {
+            throw new IllegalStateException("poll re-entered by the thread already inside it (from a completion handler?)");
+        }
+        polling = true;
+        try {
+            return pollLocked(handler, max);
+        } finally {
+            polling = false;
+        }
+    }
+
+    /**
+     * Returns whether this queue is confined to the thread that created it.
+     *
+     * @return true when made by {@link Context#createConfinedCompletionQueue}
+     */
+    public boolean isConfined() {
+        return owner != null;
+    }
+
+    @Override
+    Thread confinedTo() {
+        return owner;
+    }
+
+    /** Closing this queue closes the queue pairs attached to it: they must allow this thread too. */
+    @Override
+    void checkCloser(Thread closer) {
+        super.checkCloser(closer);
+        for (QueueEndpoint qp : attached) {
+            qp.checkCloser(closer);
         }
     }
 
@@ -323,7 +374,7 @@ public final class CompletionQueue extends Resource {
 
     @Override
     void destroyNative() {
-        if (polls.heldByCurrentThread()) {
+        if (polling || polls.heldByCurrentThread()) {
             destroyAfterPoll = true; // closed from a handler: destroy once this poll is done with the array
             return;
         }

@@ -199,7 +199,23 @@ public final class Context extends Resource {
      * @throws IllegalArgumentException when capacity is below 1
      */
     public CompletionQueue createCompletionQueue(int capacity) {
-        return CompletionQueue.create(this, capacity, false);
+        return CompletionQueue.create(this, capacity, false, false);
+    }
+
+    /**
+     * A completion queue confined to the calling thread, like a confined
+     * {@link java.lang.foreign.Arena}: {@link CompletionQueue#poll} and {@code close()} (also the
+     * close of this context while the queue is open) are accepted only from this thread, others
+     * get {@link WrongThreadException}; in exchange a poll takes no lock. For a thread that owns
+     * its connection and polls it itself; a {@link Poller} refuses it (it polls on its own thread).
+     *
+     * @param capacity entries, at least 1 (the device may round up)
+     * @return the completion queue, owned by this context
+     * @throws VerbsException when {@code ibv_create_cq} fails
+     * @throws IllegalArgumentException when capacity is below 1
+     */
+    public CompletionQueue createConfinedCompletionQueue(int capacity) {
+        return CompletionQueue.create(this, capacity, false, true);
     }
 
     /**
@@ -211,7 +227,7 @@ public final class Context extends Resource {
      * @throws VerbsException when {@code ibv_create_comp_channel} or {@code ibv_create_cq} fails
      */
     public CompletionQueue createCompletionQueueWithEvents(int capacity) {
-        return CompletionQueue.create(this, capacity, true);
+        return CompletionQueue.create(this, capacity, true, false);
     }
 
     MemorySegment raw() {

@@ -29,6 +29,12 @@ public final class Poller implements AutoCloseable {
         this.handler = handler;
         this.idle = idle;
         this.sleep = sleep;
+        for (CompletionQueue q : this.queues) {
+            if (q.isConfined()) {
+                throw new IllegalArgumentException(q + " is confined to the thread that created it: a poller polls on"
+                        + " a thread of its own (use Context.createCompletionQueue, or poll it on its owner thread)");
+            }
+        }
         if (sleep) {
             for (CompletionQueue q : this.queues) {
                 if (!q.hasEvents()) {
@@ -51,6 +57,7 @@ public final class Poller implements AutoCloseable {
      * @param idle    the idle strategy
      * @param queues  the queues to poll
      * @return the started poller
+     * @throws IllegalArgumentException when a queue is confined to a thread ({@link Context#createConfinedCompletionQueue})
      */
     public static Poller start(CompletionHandler handler, IdleStrategy idle, CompletionQueue... queues) {
         return new Poller("jverbs-poller", List.of(queues), handler, Objects.requireNonNull(idle), false);
@@ -63,6 +70,7 @@ public final class Poller implements AutoCloseable {
      * @param handler receives completions of zero-allocation posts ({@code null}: futures only)
      * @param queue   a queue made by {@link Context#createCompletionQueueWithEvents}
      * @return the started poller
+     * @throws IllegalArgumentException when a queue is confined to a thread ({@link Context#createConfinedCompletionQueue})
      */
     public static Poller sleeping(CompletionHandler handler, CompletionQueue queue) {
         return new Poller("jverbs-poller", List.of(queue), handler, null, true);

@@ -63,7 +63,8 @@ public final class ProtectionDomain extends Resource {
      * @param access remote rights (none: local use only)
      * @return the registered buffer
      * @throws IllegalArgumentException when bytes is below 1
-     * @throws VerbsException when {@code ibv_reg_mr} fails (ENOMEM: raise the memlock limit)
+     * @throws VerbsException when {@code ibv_reg_mr} fails (ENOMEM: the message says whether the
+     *                         memlock limit, free memory or Soft-RoCE's 1 GiB per region is the cause)
      */
     public RegisteredBuffer allocate(long bytes, Access... access) {
         if (bytes < 1) {
@@ -114,10 +115,36 @@ public final class ProtectionDomain extends Resource {
             ensureOpen("register memory");
             mr = InlineVerbs.ibv_reg_mr(pd, memory, memory.byteSize(), Access.flags(rights));
             if (mr.address() == 0) {
-                throw VerbsException.of("ibv_reg_mr", Native.lastErrno());
+                int errno = Native.lastErrno();
+                String hint = regionHint(errno, memory.byteSize(), isSoftRoce(context().name()));
+                throw hint != null ? new VerbsException("ibv_reg_mr", errno, hint) : VerbsException.of("ibv_reg_mr", errno);
             }
         }
         return RegisteredBuffer.adopt(this, memory, owned, mr, rights);
+    }
+
+    /** The largest region rxe registers where its page array is one allocation (4 MiB of 16-byte entries). */
+    static final long RXE_REGION_LIMIT = 1L << 30;
+
+    /**
+     * What to say when a registration failed on a Soft-RoCE device: rxe (seen in Linux 6.12.117)
+     * keeps one 16-byte entry per 4 KiB page in a single {@code kcalloc}, which the page allocator
+     * caps at 4 MiB, so a region over 1 GiB fails with ENOMEM whatever the memory and the limits.
+     *
+     * @return the hint, or null when the failure is not that one
+     */
+    static String regionHint(int errno, long bytes, boolean softRoce) {
+        if (errno != io.jverbs.ibverbs.Errno.ENOMEM || bytes <= RXE_REGION_LIMIT || !softRoce) {
+            return null;
+        }
+        return "Soft-RoCE (rxe) in recent kernels (seen on Linux 6.12.117; 6.1 registers it) registers at most 1 GiB"
+                + " per region: it keeps its page list in one allocation, which the kernel caps at 4 MiB. This region is "
+                + bytes + " bytes: register it as pieces of at most 1 GiB, or use a hardware device";
+    }
+
+    /** Whether the device is Soft-RoCE: rxe devices have a {@code parent} (their network device) in sysfs. */
+    private static boolean isSoftRoce(String device) {
+        return java.nio.file.Files.exists(java.nio.file.Path.of("/sys/class/infiniband", device, "parent"));
     }
 
     /**

@@ -48,7 +48,10 @@ import java.util.concurrent.CompletableFuture;
  * <p>Thread-safety: every method may be called from any thread; posts are serialized per queue
  * pair (a compare-and-set lock, not a monitor: a waiting poster spins, yields, then parks, and is
  * never inside native code meanwhile), and {@link #close()} waits for a post in progress, so
- * closing never races the device.
+ * closing never races the device. A queue pair made with {@link QueuePairConfig#confined()}
+ * instead belongs to the thread that created it: posts and {@link #close()} from any other thread
+ * throw {@link WrongThreadException} (before anything is posted or closed), and its posts take no
+ * lock. Its completions may be polled on any thread.
  * Closing fails the futures of work still in flight ({@code IllegalStateException}); the
  * zero-allocation style hears nothing more of such work.
  */
@@ -96,8 +99,14 @@ public final class QueuePair extends QueueEndpoint {
     private final Arena arena = Arena.ofShared();
     /** Per-connection latency, or null: set before connect ({@link #trackLatency}), read by posts and polls. */
     private volatile LatencyTracker latency;
-    /** Taken by every post and by the destroy: posts from any thread are serialized, and close waits for one in progress. */
+    /**
+     * Taken by every post and by the destroy: posts from any thread are serialized, and close
+     * waits for one in progress. A confined queue pair's posts skip it: only {@link #owner} posts
+     * and closes, so a post and the destroy never overlap.
+     */
     private final PostLock posting = new PostLock();
+    /** The thread a confined queue pair belongs to ({@link QueuePairConfig#confined()}), or null. */
+    private final Thread owner;
     private final MemorySegment scratch;
     private final long scratchAddress;
     private final MemorySegment postSendFn;
@@ -167,6 +176,7 @@ public final class QueuePair extends QueueEndpoint {
         this.gid = gid;
         this.port = port;
         this.maxInline = maxInline;
+        this.owner = config.confined() ? Thread.currentThread() : null;
         this.scratch = arena.allocate(INLINE + Math.max(8, maxInline), 64);
         this.scratchAddress = scratch.address();
         // The provider's post_send / post_recv, resolved once per queue pair (a context's ops never change).
@@ -192,9 +202,10 @@ public final class QueuePair extends QueueEndpoint {
      * Wraps a provider's {@code ibv_qp} that jverbs did not create, as a connected queue pair, for
      * this module's JMH benchmark over the fake provider. Not reachable from other modules.
      */
-    static QueuePair wrapForBenchmark(MemorySegment rawQp, CompletionQueue cq, int depth, int signalEvery) {
+    static QueuePair wrapForBenchmark(MemorySegment rawQp, CompletionQueue cq, int depth, int signalEvery,
+                                      boolean confined) {
         QueuePairConfig config = QueuePairConfig.rc(cq).withDepth(depth, depth).withSignalEvery(signalEvery)
-                .withMaxInlineData(0);
+                .withMaxInlineData(0).withConfined(confined);
         QueuePair pair = new QueuePair(null, config, rawQp, 0, new Gid(0, new byte[16], ""),
                 new Context.PortAttributes(1, verbs_h.IBV_PORT_ACTIVE, verbs_h.IBV_MTU_1024, verbs_h.IBV_MTU_1024,
                         verbs_h.IBV_LINK_LAYER_ETHERNET, 1, 0, 1L << 31));
@@ -463,6 +474,7 @@ public final class QueuePair extends QueueEndpoint {
      * @param signaled     whether a completion is wanted (one in {@code signalEvery} is signaled anyway)
      * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
      * @throws IllegalStateException     when not connected, in error, or closed (also a closed buffer)
+     * @throws WrongThreadException     when the queue pair is confined to another thread
      * @throws IndexOutOfBoundsException when a range lies outside its buffer
      * @throws IllegalArgumentException  when {@code wrId} is negative
      * @throws VerbsException            when the provider refuses the post
@@ -487,6 +499,7 @@ public final class QueuePair extends QueueEndpoint {
      * @param signaled     whether a completion is wanted
      * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
      * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws WrongThreadException     when the queue pair is confined to another thread
      * @throws IndexOutOfBoundsException when a range lies outside its buffer
      */
     public int writeWithImmediate(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
@@ -507,6 +520,7 @@ public final class QueuePair extends QueueEndpoint {
      * @param signaled     whether a completion is wanted
      * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
      * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws WrongThreadException     when the queue pair is confined to another thread
      * @throws IndexOutOfBoundsException when a range lies outside its buffer
      */
     public int read(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
@@ -525,6 +539,7 @@ public final class QueuePair extends QueueEndpoint {
      * @param signaled    whether a completion is wanted
      * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
      * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws WrongThreadException     when the queue pair is confined to another thread
      * @throws IndexOutOfBoundsException when the range lies outside the buffer
      */
     public int send(long wrId, RegisteredBuffer local, long localOffset, int length, boolean signaled) {
@@ -543,6 +558,7 @@ public final class QueuePair extends QueueEndpoint {
      * @param signaled    whether a completion is wanted
      * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
      * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws WrongThreadException     when the queue pair is confined to another thread
      * @throws IndexOutOfBoundsException when the range lies outside the buffer
      */
     public int sendWithImmediate(long wrId, RegisteredBuffer local, long localOffset, int length, int immediate,
@@ -566,6 +582,7 @@ public final class QueuePair extends QueueEndpoint {
      * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
      * @throws IllegalArgumentException  when the remote address is not 8-byte aligned
      * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws WrongThreadException     when the queue pair is confined to another thread
      * @throws IndexOutOfBoundsException when a range lies outside its buffer
      */
     public int compareAndSwap(long wrId, RegisteredBuffer local, long localOffset, RemoteBuffer remote,
@@ -587,6 +604,7 @@ public final class QueuePair extends QueueEndpoint {
      * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
      * @throws IllegalArgumentException  when the remote address is not 8-byte aligned
      * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws WrongThreadException     when the queue pair is confined to another thread
      * @throws IndexOutOfBoundsException when a range lies outside its buffer
      */
     public int fetchAndAdd(long wrId, RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset,
@@ -605,6 +623,7 @@ public final class QueuePair extends QueueEndpoint {
      * @return {@link #OK} or {@link #RECEIVE_QUEUE_FULL}
      * @throws IllegalStateException     when not connected, in error, or closed (a peer that sends before the
      *                                   receive is posted is retried by the device: receiver-not-ready retry)
+     * @throws WrongThreadException     when the queue pair is confined to another thread
      * @throws IndexOutOfBoundsException when the range lies outside the buffer
      */
     public int receive(long wrId, RegisteredBuffer local, long localOffset, int length) {
@@ -635,10 +654,15 @@ public final class QueuePair extends QueueEndpoint {
      * @param batch made by {@link #newBatch(int)} of this queue pair
      * @return {@link #OK}, or {@link #SEND_QUEUE_FULL} when the whole list does not fit (nothing posted)
      * @throws IllegalStateException when not connected, in error, or closed
+     * @throws WrongThreadException when the queue pair is confined to another thread
      * @throws IllegalArgumentException when the batch belongs to another queue pair
      * @throws VerbsException when the provider refuses a request (the message says how many were posted)
      */
     public int post(WorkBatch batch) {
+        if (owner != null) {
+            checkOwner("post a batch");
+            return postLocked(batch);
+        }
         posting.lock("post a batch");
         try {
             return postLocked(batch);
@@ -727,6 +751,7 @@ public final class QueuePair extends QueueEndpoint {
      * @return completes when the write is done; fails with {@link CompletionFailedException} on a
      *         failed completion, {@link QueueFullException} when the send queue is full
      * @throws IllegalStateException     when not connected, in error, or closed
+     * @throws WrongThreadException     when the queue pair is confined to another thread
      * @throws IndexOutOfBoundsException when a range lies outside its buffer
      */
     public CompletableFuture<WorkResult> writeAsync(RegisteredBuffer local, long localOffset, int length,
@@ -746,6 +771,7 @@ public final class QueuePair extends QueueEndpoint {
      * @param immediate    32 bits for the peer
      * @return the future
      * @throws IllegalStateException when not connected, in error, or closed
+     * @throws WrongThreadException when the queue pair is confined to another thread
      */
     public CompletableFuture<WorkResult> writeWithImmediateAsync(RegisteredBuffer local, long localOffset, int length,
                                                                  RemoteBuffer remote, long remoteOffset, int immediate) {
@@ -763,6 +789,7 @@ public final class QueuePair extends QueueEndpoint {
      * @param remoteOffset offset in {@code remote}
      * @return the future
      * @throws IllegalStateException when not connected, in error, or closed
+     * @throws WrongThreadException when the queue pair is confined to another thread
      */
     public CompletableFuture<WorkResult> readAsync(RegisteredBuffer local, long localOffset, int length,
                                                    RemoteBuffer remote, long remoteOffset) {
@@ -778,6 +805,7 @@ public final class QueuePair extends QueueEndpoint {
      * @param length      bytes
      * @return the future
      * @throws IllegalStateException when not connected, in error, or closed
+     * @throws WrongThreadException when the queue pair is confined to another thread
      */
     public CompletableFuture<WorkResult> sendAsync(RegisteredBuffer local, long localOffset, int length) {
         return async("Send", id -> postSend(id, verbs_h.IBV_WR_SEND, local, localOffset, length, null, 0, 0, 0, 0, true,
@@ -793,6 +821,7 @@ public final class QueuePair extends QueueEndpoint {
      * @param immediate   32 bits for the peer
      * @return the future
      * @throws IllegalStateException when not connected, in error, or closed
+     * @throws WrongThreadException when the queue pair is confined to another thread
      */
     public CompletableFuture<WorkResult> sendWithImmediateAsync(RegisteredBuffer local, long localOffset, int length,
                                                                 int immediate) {
@@ -824,6 +853,7 @@ public final class QueuePair extends QueueEndpoint {
      * @param swap         the new value
      * @return the future
      * @throws IllegalStateException when not connected, in error, or closed
+     * @throws WrongThreadException when the queue pair is confined to another thread
      */
     public CompletableFuture<WorkResult> compareAndSwapAsync(RegisteredBuffer local, long localOffset,
                                                              RemoteBuffer remote, long remoteOffset, long compare,
@@ -842,6 +872,7 @@ public final class QueuePair extends QueueEndpoint {
      * @param add          the value to add
      * @return the future
      * @throws IllegalStateException when not connected, in error, or closed
+     * @throws WrongThreadException when the queue pair is confined to another thread
      */
     public CompletableFuture<WorkResult> fetchAndAddAsync(RegisteredBuffer local, long localOffset, RemoteBuffer remote,
                                                           long remoteOffset, long add) {
@@ -897,6 +928,18 @@ public final class QueuePair extends QueueEndpoint {
         return wrId;
     }
 
+    /** A confined queue pair's posts: only its owner thread, which needs no lock (nothing else posts). */
+    private void checkOwner(String what) {
+        if (Thread.currentThread() != owner) {
+            throw wrongThread(owner, what);
+        }
+    }
+
+    @Override
+    Thread confinedTo() {
+        return owner;
+    }
+
     /** One volatile read on the data path: the destroy sets {@link State#CLOSED} under the posting lock. */
     private void checkPostable(String what) {
         if (state != State.CONNECTED) {
@@ -914,6 +957,11 @@ public final class QueuePair extends QueueEndpoint {
     private int postSend(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
                          RemoteBuffer remote, long remoteOffset, int immediate, long compareAdd, long swap,
                          boolean signaled, String what) {
+        if (owner != null) {
+            checkOwner(what);
+            return postSendLocked(wrId, opcode, local, localOffset, length, remote, remoteOffset, immediate,
+                    compareAdd, swap, signaled, what);
+        }
         posting.lock(what);
         try {
             return postSendLocked(wrId, opcode, local, localOffset, length, remote, remoteOffset, immediate,
@@ -1015,6 +1063,10 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     private int postReceive(long wrId, RegisteredBuffer local, long localOffset, int length) {
+        if (owner != null) {
+            checkOwner("receive");
+            return postReceiveLocked(wrId, local, localOffset, length);
+        }
         posting.lock("receive");
         try {
             return postReceiveLocked(wrId, local, localOffset, length);

@@ -20,10 +20,15 @@ import java.util.Objects;
  * @param retryCount    transport retries before RETRY_EXC_ERR (default 7)
  * @param rnrRetry      receiver-not-ready retries (default 7 = infinite)
  * @param maxRdAtomic   outstanding RDMA Read/atomics in each direction (default 1)
+ * @param confined      whether the queue pair is confined to the thread that creates it (default
+ *                      false): its posts and its {@code close()} are accepted only from that thread
+ *                      (others get {@link WrongThreadException}), like a confined
+ *                      {@link java.lang.foreign.Arena}, and in exchange a post takes no lock. Its
+ *                      completions may still be polled on any thread.
  */
 public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receiveQueue, int maxSendWr, int maxRecvWr,
                               int maxInlineData, int port, int gidIndex, int signalEvery, int timeout, int retryCount,
-                              int rnrRetry, int maxRdAtomic) {
+                              int rnrRetry, int maxRdAtomic, boolean confined) {
     /**
      * Validates.
      *
@@ -58,7 +63,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @return the config
      */
     public static QueuePairConfig rc(CompletionQueue cq) {
-        return new QueuePairConfig(cq, cq, 128, 128, 64, 1, -1, 16, 14, 7, 7, 1);
+        return new QueuePairConfig(cq, cq, 128, 128, 64, 1, -1, 16, 14, 7, 7, 1, false);
     }
 
     /**
@@ -70,7 +75,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withDepth(int send, int receive) {
         return new QueuePairConfig(sendQueue, receiveQueue, send, receive, maxInlineData, port, gidIndex,
-                Math.min(signalEvery, send), timeout, retryCount, rnrRetry, maxRdAtomic);
+                Math.min(signalEvery, send), timeout, retryCount, rnrRetry, maxRdAtomic, confined);
     }
 
     /**
@@ -81,7 +86,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withMaxInlineData(int bytes) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, bytes, port, gidIndex, signalEvery,
-                timeout, retryCount, rnrRetry, maxRdAtomic);
+                timeout, retryCount, rnrRetry, maxRdAtomic, confined);
     }
 
     /**
@@ -92,7 +97,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withGidIndex(int index) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, index,
-                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic);
+                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined);
     }
 
     /**
@@ -105,7 +110,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withRetry(int ackTimeout, int retries) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, ackTimeout, retries, rnrRetry, maxRdAtomic);
+                signalEvery, ackTimeout, retries, rnrRetry, maxRdAtomic, confined);
     }
 
     /**
@@ -116,6 +121,19 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withSignalEvery(int every) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex, every,
-                timeout, retryCount, rnrRetry, maxRdAtomic);
+                timeout, retryCount, rnrRetry, maxRdAtomic, confined);
+    }
+
+    /**
+     * Returns a copy that is, or is not, confined to the creating thread (see {@link #confined()}).
+     * A confined queue pair suits a thread that owns its connection (posts, and closes it, itself):
+     * its posts skip the compare-and-set lock that serializes posters from many threads.
+     *
+     * @param confined whether posts and close are accepted only from the thread that creates the queue pair
+     * @return the copy
+     */
+    public QueuePairConfig withConfined(boolean confined) {
+        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
+                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined);
     }
 }

@@ -11,7 +11,10 @@ import java.util.List;
  * <p>Thread-safety: {@link #close()} may be called from any thread, any number of times; the
  * subclass's operations and {@link #destroyNative()} run under this object's monitor (posts and
  * polls under the queue's own lighter lock, which the destroy also takes), so a close
- * waits for an operation in progress and an operation after close throws.
+ * waits for an operation in progress and an operation after close throws. A queue pair or
+ * completion queue made confined to a thread ({@link QueuePairConfig#confined()},
+ * {@link Context#createConfinedCompletionQueue}) is the exception: its {@link #close()}, and the
+ * close of anything that would close it, is accepted only from that thread.
  */
 public abstract sealed class Resource implements AutoCloseable
         permits Context, ProtectionDomain, RegisteredBuffer, CompletionQueue, QueueEndpoint {
@@ -78,8 +81,11 @@ public abstract sealed class Resource implements AutoCloseable
 
     /**
      * Closes the children (in reverse order of creation), then destroys this native object and
-     * removes it from its parent. Idempotent; safe from any thread.
+     * removes it from its parent. Idempotent; safe from any thread, except that a confined
+     * object (or a parent of one) is closed only from the confined object's thread.
      *
+     * @throws WrongThreadException when this object, or one its close would close, is confined to
+     *                              another thread (nothing is closed then)
      * @throws io.jverbs.ibverbs.VerbsException when the native destroy fails (the object is then
      *                                           still marked closed: it can no longer be used)
      */
@@ -92,6 +98,7 @@ public abstract sealed class Resource implements AutoCloseable
             }
             toClose = new ArrayList<>(children);
         }
+        checkCloser(Thread.currentThread());
         RuntimeException failure = null;
         for (int i = toClose.size() - 1; i >= 0; i--) {
             try {
@@ -125,6 +132,49 @@ public abstract sealed class Resource implements AutoCloseable
         if (failure != null) {
             throw failure;
         }
+    }
+
+    /**
+     * The thread this object is confined to, or null when any thread may use and close it.
+     *
+     * @return the owner thread, or null
+     */
+    Thread confinedTo() {
+        return null;
+    }
+
+    /**
+     * Throws, before anything is closed, when this object or anything its close would close is
+     * confined to another thread than {@code closer}.
+     *
+     * @param closer the thread closing
+     * @throws WrongThreadException naming the confined object and its thread
+     */
+    void checkCloser(Thread closer) {
+        Thread owner = confinedTo();
+        if (owner != null && owner != closer && !closed) {
+            throw wrongThread(owner, "close");
+        }
+        List<Resource> kids;
+        synchronized (this) {
+            kids = new ArrayList<>(children);
+        }
+        for (Resource k : kids) {
+            k.checkCloser(closer);
+        }
+    }
+
+    /**
+     * The exception of a confined object used from another thread than its owner.
+     *
+     * @param owner     the thread it is confined to
+     * @param operation what the caller tried
+     * @return the exception to throw
+     */
+    final WrongThreadException wrongThread(Thread owner, String operation) {
+        return new WrongThreadException(this + " is confined to thread \"" + owner.getName() + "\" (id "
+                + owner.threadId() + "): " + operation + " refused on thread \"" + Thread.currentThread().getName()
+                + "\"; call it from the owner thread, or create the object shared");
     }
 
     /** Runs outside the monitor before the destroy (e.g. closing dependants held elsewhere). */

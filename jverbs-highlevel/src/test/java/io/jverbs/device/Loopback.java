@@ -41,11 +41,12 @@ final class Loopback implements AutoCloseable {
         final RegisteredBuffer buffer;
         Poller poller;
 
-        Side(TestDevice device, long bytes, UnaryOperator<QueuePairConfig> tune, boolean events) {
+        Side(TestDevice device, long bytes, UnaryOperator<QueuePairConfig> tune, boolean events, boolean confinedCq) {
             context = Rdma.open(device.name());
             try {
                 pd = context.allocateProtectionDomain();
-                cq = events ? context.createCompletionQueueWithEvents(256) : context.createCompletionQueue(256);
+                cq = events ? context.createCompletionQueueWithEvents(256)
+                        : confinedCq ? context.createConfinedCompletionQueue(256) : context.createCompletionQueue(256);
                 QueuePairConfig config = QueuePairConfig.rc(cq);
                 if (device.gidIndexEnv() >= 0) {
                     config = config.withGidIndex(device.gidIndexEnv());
@@ -82,10 +83,20 @@ final class Loopback implements AutoCloseable {
     /** As above; {@code beforeConnect} sees the client side while its queue pair is still prepared. */
     Loopback(TestDevice device, long bytes, UnaryOperator<QueuePairConfig> tune, boolean events,
              java.util.function.Consumer<Side> beforeConnect) throws Exception {
-        server = new Side(device, bytes, tune, events);
+        this(device, bytes, tune, events, false, beforeConnect);
+    }
+
+    /**
+     * As above; with {@code confinedCq} both sides' completion queues are confined to the calling
+     * thread ({@link Context#createConfinedCompletionQueue}), as are their queue pairs when
+     * {@code tune} asks for it.
+     */
+    Loopback(TestDevice device, long bytes, UnaryOperator<QueuePairConfig> tune, boolean events, boolean confinedCq,
+             java.util.function.Consumer<Side> beforeConnect) throws Exception {
+        server = new Side(device, bytes, tune, events, confinedCq);
         Side c = null;
         try {
-            c = new Side(device, bytes, tune, events);
+            c = new Side(device, bytes, tune, events, confinedCq);
             beforeConnect.accept(c);
             connect(server, c);
         } catch (Exception | Error e) {

@@ -107,7 +107,7 @@ final class Session implements AutoCloseable {
     /** A data queue pair's configuration on {@link #cq}, from the command line (depths, inline, port, GID, moderation). */
     private QueuePairConfig queuePairConfig() {
         return new QueuePairConfig(cq, cq, c.tx, c.verb == Verb.SEND ? c.rx : 1, c.inline, c.ibPort,
-                gid != null ? gid.index() : -1, c.cqModResolved, c.qpTimeout, 7, 7, outReads);
+                gid != null ? gid.index() : -1, c.cqModResolved, c.qpTimeout, 7, 7, outReads, false);
     }
 
     /**
