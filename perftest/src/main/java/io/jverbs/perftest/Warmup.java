@@ -14,6 +14,9 @@ import java.lang.invoke.VarHandle;
 import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.util.Set;
+import javax.management.JMException;
+import javax.management.MalformedObjectNameException;
+import javax.management.ObjectName;
 import java.util.concurrent.BrokenBarrierException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CyclicBarrier;
@@ -203,19 +206,23 @@ final class Warmup implements CompletionHandler {
         }
     }
 
+    /** How long {@link #settleJit} waits at most for the compile queues to drain. */
+    static final long SETTLE_NS = 10_000_000_000L;
+
     /**
-     * Waits (at most 3 s) until no compilation has finished for 90 ms: C1 compiles in the
-     * background, and what the warm-up queued should be done before the clock starts.
+     * Waits (at most {@link #SETTLE_NS}) until the JIT has nothing left to do: no compilation in
+     * progress and every compile queue empty, seen three times 30 ms apart (HotSpot's
+     * {@code Compiler.queue} diagnostic command, as {@code jcmd PID Compiler.queue} prints it).
+     * What the warm-up queued should be compiled before the clock starts: a C2 compilation takes
+     * hundreds of milliseconds of the emulated guest's CPU. Where the diagnostic command is not
+     * available, it falls back to the total compilation time not moving.
      *
      * @return whether the JIT went quiet within the bound
      */
-    private static boolean settleJit() {
+    static boolean settleJit() {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) {
-            return false;
-        }
-        long end = System.nanoTime() + 3_000_000_000L;
-        long last = jit.getTotalCompilationTime();
+        long end = System.nanoTime() + SETTLE_NS;
+        long last = jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1;
         int quiet = 0;
         while (quiet < 3 && System.nanoTime() < end) {
             try {
@@ -224,11 +231,53 @@ final class Warmup implements CompletionHandler {
                 Thread.currentThread().interrupt();
                 return false;
             }
-            long now = jit.getTotalCompilationTime();
-            quiet = now == last ? quiet + 1 : 0;
-            last = now;
+            Boolean idle = compilerIdle();
+            if (idle == null) {
+                if (last < 0) {
+                    return false;
+                }
+                long now = jit.getTotalCompilationTime();
+                idle = now == last;
+                last = now;
+            }
+            quiet = idle ? quiet + 1 : 0;
         }
         return quiet >= 3;
+    }
+
+    /**
+     * Whether HotSpot compiles nothing and has nothing queued, from the {@code compilerQueue}
+     * diagnostic command: its output is headers ("Current compiles:", "C1 compile queue:", ...),
+     * "Empty" and blank lines, plus one line per task in progress or queued.
+     *
+     * @return the answer, or null when the command is not available
+     */
+    static Boolean compilerIdle() {
+        String out;
+        try {
+            Object r = ManagementFactory.getPlatformMBeanServer().invoke(DIAGNOSTIC, "compilerQueue",
+                    new Object[] {null}, new String[] {String[].class.getName()});
+            out = String.valueOf(r);
+        } catch (JMException | RuntimeException e) {
+            return null;
+        }
+        for (String line : out.split("\\R")) {
+            String t = line.strip();
+            if (!t.isEmpty() && !t.endsWith(":") && !t.equals("Empty")) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static final ObjectName DIAGNOSTIC;
+
+    static {
+        try {
+            DIAGNOSTIC = new ObjectName("com.sun.management:type=DiagnosticCommand");
+        } catch (MalformedObjectNameException e) {
+            throw new ExceptionInInitializerError(e);
+        }
     }
 
     /**
