@@ -57,13 +57,12 @@ public final class CompletionQueue extends Resource {
     private final Completion view;
     /** Copy-on-write under the monitor; read without a lock by each poll. */
     private volatile QueueEndpoint[] attached = new QueueEndpoint[0];
-    /** Taken by each poll and by the destroy (which so waits for a poll in progress on another thread). */
-    private final PostLock polls = new PostLock();
+    /**
+     * Taken by each poll and by the destroy (which so waits for a poll in progress on another
+     * thread); a confined queue's lock is only its owner thread's, and takes no compare-and-set.
+     */
+    private final PostLock polls;
     private boolean destroyAfterPoll;
-    /** The thread a confined queue belongs to ({@link Context#createConfinedCompletionQueue}), or null. */
-    private final Thread owner;
-    /** A confined queue's poll in progress (its owner's only: a re-entry from a handler is refused). */
-    private boolean polling;
     private long handlerFailures;
     private Consumer<Throwable> errorListener = e -> LOG.log(System.Logger.Level.WARNING,
             "a completion handler threw; polling goes on", e);
@@ -83,7 +82,7 @@ public final class CompletionQueue extends Resource {
 
     private CompletionQueue(Context context, MemorySegment cq, MemorySegment channel, int capacity, boolean confined) {
         super("completion queue", context);
-        this.owner = confined ? Thread.currentThread() : null;
+        this.polls = new PostLock(this, confined ? Thread.currentThread() : null);
         this.context = context;
         this.cq = cq;
         this.channel = channel;
@@ -191,30 +190,11 @@ public final class CompletionQueue extends Resource {
         if (max < 1 || max > MAX_BATCH) {
             throw new IllegalArgumentException("max must be 1 to " + MAX_BATCH + ", not " + max);
         }
-        if (owner != null) {
-            return pollConfined(handler, max);
-        }
         polls.lock("poll");
         try {
             return pollLocked(handler, max);
         } finally {
             polls.unlock();
-        }
-    }
-
-    /** A confined queue's poll: its owner thread only, so no lock; a flag refuses a re-entry from a handler. */
-    private int pollConfined(CompletionHandler handler, int max) {
-        if (Thread.currentThread() != owner) {
-            throw wrongThread(owner, "poll");
-        }
-        if (polling) {
-            throw new IllegalStateException("poll re-entered by the thread already inside it (from a completion handler?)");
-        }
-        polling = true;
-        try {
-            return pollLocked(handler, max);
-        } finally {
-            polling = false;
         }
     }
 
@@ -224,12 +204,12 @@ public final class CompletionQueue extends Resource {
      * @return true when made by {@link Context#createConfinedCompletionQueue}
      */
     public boolean isConfined() {
-        return owner != null;
+        return polls.confinedTo() != null;
     }
 
     @Override
     Thread confinedTo() {
-        return owner;
+        return polls.confinedTo();
     }
 
     /** Closing this queue closes the queue pairs attached to it: they must allow this thread too. */
@@ -374,7 +354,7 @@ public final class CompletionQueue extends Resource {
 
     @Override
     void destroyNative() {
-        if (polling || polls.heldByCurrentThread()) {
+        if (polls.heldByCurrentThread()) {
             destroyAfterPoll = true; // closed from a handler: destroy once this poll is done with the array
             return;
         }

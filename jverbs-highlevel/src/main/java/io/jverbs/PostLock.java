@@ -14,6 +14,11 @@ import java.util.concurrent.locks.LockSupport;
  * then yields, then parks for a few microseconds at a time (in Java, where it can reach a
  * safepoint). Not reentrant: the owner is recorded so that a re-entry is an exception, not a
  * self-deadlock.
+ *
+ * <p>A lock made confined to a thread (the queue of {@link QueuePairConfig#confined()} or
+ * {@link Context#createConfinedCompletionQueue}) takes no compare-and-set: only that thread may
+ * take it ({@link WrongThreadException} otherwise), so a plain flag is enough to refuse a
+ * re-entry and to tell the destroy that the owner is inside.
  */
 final class PostLock {
     private static final VarHandle OWNER;
@@ -29,24 +34,69 @@ final class PostLock {
     /** The holder's {@link Thread#threadId()}, 0 when free: a long, so taking and giving back need no GC barrier. */
     @SuppressWarnings("unused") // through OWNER
     private volatile long owner;
+    /** What the lock guards, named in the wrong-thread message. */
+    private final Resource guarded;
+    /** The one thread allowed to take a confined lock, or null for a shared one. */
+    private final Thread confinedTo;
+    /** A confined lock's holder is inside (read and written only by {@link #confinedTo}). */
+    private boolean confinedHeld;
+
+    /**
+     * Makes the lock of {@code guarded}.
+     *
+     * @param guarded    the queue it guards, for messages
+     * @param confinedTo the only thread that may take it, or null when any thread may
+     */
+    PostLock(Resource guarded, Thread confinedTo) {
+        this.guarded = guarded;
+        this.confinedTo = confinedTo;
+    }
+
+    /**
+     * Returns the thread a confined lock belongs to.
+     *
+     * @return that thread, or null for a shared lock
+     */
+    Thread confinedTo() {
+        return confinedTo;
+    }
 
     /**
      * Takes the lock, waiting for its holder.
      *
      * @param what the operation, for the re-entry message
      * @throws IllegalStateException when the calling thread holds it already
+     * @throws WrongThreadException when the lock is confined to another thread
      */
     void lock(String what) {
+        if (confinedTo != null) {
+            lockConfined(what);
+            return;
+        }
         long me = Thread.currentThread().threadId();
         if (!OWNER.compareAndSet(this, 0L, me)) {
             lockSlow(me, what);
         }
     }
 
+    private void lockConfined(String what) {
+        if (Thread.currentThread() != confinedTo) {
+            throw guarded.wrongThread(confinedTo, what);
+        }
+        if (confinedHeld) {
+            throw reentered(what);
+        }
+        confinedHeld = true;
+    }
+
+    private static IllegalStateException reentered(String what) {
+        return new IllegalStateException(what + " re-entered by the thread already inside it (from a completion handler?)");
+    }
+
     private void lockSlow(long me, String what) {
         for (int spins = 0; !OWNER.compareAndSet(this, 0L, me); spins++) {
             if ((long) OWNER.getOpaque(this) == me) {
-                throw new IllegalStateException(what + " re-entered by the thread already inside it (from a completion handler?)");
+                throw reentered(what);
             }
             if (spins < 64) {
                 Thread.onSpinWait();
@@ -60,7 +110,11 @@ final class PostLock {
 
     /** Gives the lock back; only its holder calls this. */
     void unlock() {
-        OWNER.setRelease(this, 0L);
+        if (confinedTo != null) {
+            confinedHeld = false;
+        } else {
+            OWNER.setRelease(this, 0L);
+        }
     }
 
     /**
@@ -69,6 +123,9 @@ final class PostLock {
      * @return true inside the holder's critical section
      */
     boolean heldByCurrentThread() {
+        if (confinedTo != null) {
+            return confinedHeld && Thread.currentThread() == confinedTo;
+        }
         return (long) OWNER.getOpaque(this) == Thread.currentThread().threadId();
     }
 }

@@ -101,12 +101,10 @@ public final class QueuePair extends QueueEndpoint {
     private volatile LatencyTracker latency;
     /**
      * Taken by every post and by the destroy: posts from any thread are serialized, and close
-     * waits for one in progress. A confined queue pair's posts skip it: only {@link #owner} posts
-     * and closes, so a post and the destroy never overlap.
+     * waits for one in progress. A confined queue pair's lock ({@link QueuePairConfig#confined()})
+     * is only its owner thread's, and takes no compare-and-set.
      */
-    private final PostLock posting = new PostLock();
-    /** The thread a confined queue pair belongs to ({@link QueuePairConfig#confined()}), or null. */
-    private final Thread owner;
+    private final PostLock posting;
     private final MemorySegment scratch;
     private final long scratchAddress;
     private final MemorySegment postSendFn;
@@ -176,7 +174,7 @@ public final class QueuePair extends QueueEndpoint {
         this.gid = gid;
         this.port = port;
         this.maxInline = maxInline;
-        this.owner = config.confined() ? Thread.currentThread() : null;
+        this.posting = new PostLock(this, config.confined() ? Thread.currentThread() : null);
         this.scratch = arena.allocate(INLINE + Math.max(8, maxInline), 64);
         this.scratchAddress = scratch.address();
         // The provider's post_send / post_recv, resolved once per queue pair (a context's ops never change).
@@ -659,10 +657,6 @@ public final class QueuePair extends QueueEndpoint {
      * @throws VerbsException when the provider refuses a request (the message says how many were posted)
      */
     public int post(WorkBatch batch) {
-        if (owner != null) {
-            checkOwner("post a batch");
-            return postLocked(batch);
-        }
         posting.lock("post a batch");
         try {
             return postLocked(batch);
@@ -928,16 +922,9 @@ public final class QueuePair extends QueueEndpoint {
         return wrId;
     }
 
-    /** A confined queue pair's posts: only its owner thread, which needs no lock (nothing else posts). */
-    private void checkOwner(String what) {
-        if (Thread.currentThread() != owner) {
-            throw wrongThread(owner, what);
-        }
-    }
-
     @Override
     Thread confinedTo() {
-        return owner;
+        return posting.confinedTo();
     }
 
     /** One volatile read on the data path: the destroy sets {@link State#CLOSED} under the posting lock. */
@@ -957,11 +944,6 @@ public final class QueuePair extends QueueEndpoint {
     private int postSend(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
                          RemoteBuffer remote, long remoteOffset, int immediate, long compareAdd, long swap,
                          boolean signaled, String what) {
-        if (owner != null) {
-            checkOwner(what);
-            return postSendLocked(wrId, opcode, local, localOffset, length, remote, remoteOffset, immediate,
-                    compareAdd, swap, signaled, what);
-        }
         posting.lock(what);
         try {
             return postSendLocked(wrId, opcode, local, localOffset, length, remote, remoteOffset, immediate,
@@ -1063,10 +1045,6 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     private int postReceive(long wrId, RegisteredBuffer local, long localOffset, int length) {
-        if (owner != null) {
-            checkOwner("receive");
-            return postReceiveLocked(wrId, local, localOffset, length);
-        }
         posting.lock("receive");
         try {
             return postReceiveLocked(wrId, local, localOffset, length);
