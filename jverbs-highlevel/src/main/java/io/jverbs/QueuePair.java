@@ -177,6 +177,7 @@ public final class QueuePair extends QueueEndpoint {
         this.posting = new PostLock(this, config.confined() ? Thread.currentThread() : null);
         this.scratch = arena.allocate(INLINE + Math.max(8, maxInline), 64);
         this.scratchAddress = scratch.address();
+        WorkRequests.link(scratchAddress + SEND_WR, scratchAddress + SEND_SGE); // kept: only fill() writes this request
         // The provider's post_send / post_recv, resolved once per queue pair (a context's ops never change).
         MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
         this.postSendFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
@@ -1009,7 +1010,7 @@ public final class QueuePair extends QueueEndpoint {
             dataAddress = copyInline(local, localOffset, length);
             flags |= verbs_h.IBV_SEND_INLINE;
         }
-        WorkRequests.send(scratchAddress + SEND_WR, scratchAddress + SEND_SGE, wrId, opcode, flags, immediate,
+        WorkRequests.sendPrelinked(scratchAddress + SEND_WR, scratchAddress + SEND_SGE, wrId, opcode, flags, immediate,
                 dataAddress, length, local.lkey()); // scratch lives until the destroy, which waits for this post
         if (atomic) {
             WorkRequests.atomic(scratchAddress + SEND_WR, remoteAddress, rkey, compareAdd, swap);

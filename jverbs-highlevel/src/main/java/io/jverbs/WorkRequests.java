@@ -54,14 +54,51 @@ final class WorkRequests {
      */
     static void send(long wr, long sge, long wrId, int opcode, int flags, int immediate, long data, int length,
                      int lkey) {
-        ALL.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId);
+        link(wr, sge);
+        sendPrelinked(wr, sge, wrId, opcode, flags, immediate, data, length, lkey);
+    }
+
+    /**
+     * Writes a send request's {@code next} (NULL) and {@code sg_list} (its one SGE): the two fields
+     * a queue's private request keeps from post to post, so they are written once.
+     */
+    static void link(long wr, long sge) {
         ALL.set(LONG, wr + ibv_send_wr.next$OFFSET, 0L);
         ALL.set(LONG, wr + ibv_send_wr.sg_list$OFFSET, sge);
-        ALL.set(INT, wr + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
-        ALL.set(INT, wr + ibv_send_wr.opcode$OFFSET, opcode);
-        ALL.set(INT, wr + ibv_send_wr.send_flags$OFFSET, flags);
-        ALL.set(INT, wr + ibv_send_wr.imm_data$OFFSET, Integer.reverseBytes(immediate));
+    }
+
+    /**
+     * Like {@link #send(long, long, long, int, int, int, long, int, int)} for a request whose
+     * {@link #link} was written before (the provider only reads requests, so it stays).
+     */
+    static void sendPrelinked(long wr, long sge, long wrId, int opcode, int flags, int immediate, long data,
+                              int length, int lkey) {
+        ALL.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId);
+        pair(wr + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0, opcode);
+        pair(wr + ibv_send_wr.send_flags$OFFSET, flags, Integer.reverseBytes(immediate));
         sge(sge, data, length, lkey);
+    }
+
+    /**
+     * Two adjacent 32-bit fields in one store (num_sge and opcode, send_flags and imm_data, an
+     * SGE's length and lkey: neighbours in every ABI rdma-core supports, checked at class load).
+     */
+    private static void pair(long address, int first, int second) {
+        long low = first & 0xFFFF_FFFFL;
+        long high = (long) second << 32;
+        long both = LITTLE_ENDIAN ? high | low : ((long) first << 32) | (second & 0xFFFF_FFFFL);
+        ALL.set(LONG, address, both);
+    }
+
+    private static final boolean LITTLE_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN;
+
+    static {
+        if (ibv_send_wr.opcode$OFFSET != ibv_send_wr.num_sge$OFFSET + 4
+                || ibv_send_wr.imm_data$OFFSET != ibv_send_wr.send_flags$OFFSET + 4
+                || ibv_sge.lkey$OFFSET != ibv_sge.length$OFFSET + 4) {
+            throw new ExceptionInInitializerError("ibv_send_wr / ibv_sge field order differs from verbs.h: regenerate"
+                    + " the bindings (scripts/gen-bindings)");
+        }
     }
 
     /** Fills a receive request and its SGE. */
@@ -76,8 +113,7 @@ final class WorkRequests {
 
     private static void sge(long sge, long data, int length, int lkey) {
         ALL.set(LONG, sge + ibv_sge.addr$OFFSET, data);
-        ALL.set(INT, sge + ibv_sge.length$OFFSET, length);
-        ALL.set(INT, sge + ibv_sge.lkey$OFFSET, lkey);
+        pair(sge + ibv_sge.length$OFFSET, length, lkey);
     }
 
     /** The atomic union part: remote address, rkey, compare (or add) and swap operands. */

@@ -167,4 +167,24 @@ class NativeTest {
             System.out.println("loaded without native access?");
         }
     }
+    /**
+     * A function-pointer handle binds the first address it is called with as a constant; a second
+     * function through the same handle must still be called, not the pinned one, before and after
+     * the JIT compiles the caller. toupper and tolower share a signature and differ in result, so
+     * a wrong dispatch shows as a wrong letter.
+     */
+    @Test
+    void pointerDowncallCallsEachAddressAfterPinningTheFirst() throws Throwable {
+        MethodHandle h = NativeAccess.pointerDowncall(FunctionDescriptor.of(JAVA_INT, JAVA_INT), true);
+        Linker linker = Linker.nativeLinker();
+        MemorySegment upper = linker.defaultLookup().find("toupper").orElseThrow();
+        MemorySegment lower = linker.defaultLookup().find("tolower").orElseThrow();
+        for (int i = 0; i < 50_000; i++) {
+            assertEquals('A', (int) h.invokeExact(upper, (int) 'a'), "toupper through the pinned address, round " + i);
+            assertEquals('b', (int) h.invokeExact(lower, (int) 'B'), "tolower through the same handle, round " + i);
+        }
+        assertThrows(IllegalArgumentException.class, () -> {
+            int ignored = (int) h.invokeExact(MemorySegment.NULL, (int) 'a');
+        }, "a NULL function pointer is still refused");
+    }
 }
