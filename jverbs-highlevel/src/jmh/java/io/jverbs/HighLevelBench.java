@@ -57,8 +57,9 @@ public class HighLevelBench {
     private static final int BATCH = 1000;
     private static final int BYTES = 64;
     private static final MemorySegment ALL = NativeAccess.everything();
-    private static final MethodHandle POLL = NativeAccess.pointerDowncall(
+    private static final NativeAccess.PinnedDowncall POLL_PIN = NativeAccess.pinnableDowncall(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), true);
+    private static final MethodHandle POLL = POLL_PIN.invoker();
 
     /**
      * Whether the high-level queue pair and completion queue are confined to the benchmark thread
@@ -119,6 +120,7 @@ public class HighLevelBench {
         postFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
         MemorySegment cctx = ibv_cq.context(world.cq().reinterpret(ibv_cq.sizeof())).reinterpret(ibv_context.sizeof());
         pollFn = WorkRequests.providerOp(cctx, ibv_context_ops.poll_cq$OFFSET, "ibv_poll_cq");
+        POLL_PIN.pin(pollFn); // the raw floor's poll bound as the high-level one is
     }
 
     @TearDown(Level.Trial)

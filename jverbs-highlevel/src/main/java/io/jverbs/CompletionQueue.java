@@ -41,8 +41,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 public final class CompletionQueue extends Resource {
     /** How many completions one {@link #poll} can take at most. */
     public static final int MAX_BATCH = 64;
-    private static final MethodHandle POLL_CQ = NativeAccess.pointerDowncall(
+    /** The provider's poll_cq, bound as a constant address when the first completion queue is made. */
+    private static final NativeAccess.PinnedDowncall POLL_CQ_PIN = NativeAccess.pinnableDowncall(
             FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), true);
+    private static final MethodHandle POLL_CQ = POLL_CQ_PIN.invoker();
     private static final System.Logger LOG = System.getLogger("io.jverbs");
 
     private final Context context;
@@ -94,6 +96,7 @@ public final class CompletionQueue extends Resource {
         // The provider's poll_cq, resolved once: a context's ops table never changes.
         MemorySegment ctx = ibv_cq.context(cq.reinterpret(ibv_cq.sizeof())).reinterpret(ibv_context.sizeof());
         this.pollFn = WorkRequests.providerOp(ctx, ibv_context_ops.poll_cq$OFFSET, "ibv_poll_cq");
+        POLL_CQ_PIN.pin(pollFn); // here, not in a poll: pinning is a VM operation (see PinnedDowncall)
     }
 
     static CompletionQueue create(Context context, int capacity, boolean events, boolean confined) {

@@ -132,8 +132,8 @@ public final class DatagramQueuePair extends QueueEndpoint {
         this.scratch = arena.allocate(BAD_WR + 16, 64);
         this.scratchAddress = scratch.address();
         MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
-        this.postSendFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
-        this.postRecvFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
+        this.postSendFn = WorkRequests.postSendOp(ctx);
+        this.postRecvFn = WorkRequests.postRecvOp(ctx);
     }
 
 

@@ -180,8 +180,8 @@ public final class QueuePair extends QueueEndpoint {
         WorkRequests.link(scratchAddress + SEND_WR, scratchAddress + SEND_SGE); // kept: only fill() writes this request
         // The provider's post_send / post_recv, resolved once per queue pair (a context's ops never change).
         MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
-        this.postSendFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
-        this.postRecvFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
+        this.postSendFn = WorkRequests.postSendOp(ctx);
+        this.postRecvFn = WorkRequests.postRecvOp(ctx);
         this.coverRing = new int[Integer.highestOneBit(Math.max(1, config.maxSendWr() - 1)) << 1];
         this.coverMask = coverRing.length - 1;
         int slots = config.maxSendWr() + config.maxRecvWr();
@@ -1063,7 +1063,7 @@ public final class QueuePair extends QueueEndpoint {
         MemorySegment s = scratch;
         WorkRequests.receive(s, scratchAddress, RECV_WR, RECV_SGE, wrId, local.address() + localOffset, length,
                 local.lkey());
-        int rc = WorkRequests.post(postRecvFn, qpAddress, scratchAddress + RECV_WR, scratchAddress + BAD_WR);
+        int rc = WorkRequests.postReceive(postRecvFn, qpAddress, scratchAddress + RECV_WR, scratchAddress + BAD_WR);
         if (rc != 0) {
             if (rc == io.jverbs.ibverbs.Errno.ENOMEM) {
                 return RECEIVE_QUEUE_FULL;

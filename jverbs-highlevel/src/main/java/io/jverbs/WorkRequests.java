@@ -3,6 +3,7 @@ package io.jverbs;
 import io.jverbs.ibverbs.UnsupportedVerbException;
 import io.jverbs.ibverbs.internal.NativeAccess;
 import io.jverbs.ibverbs.raw.ibv_context;
+import io.jverbs.ibverbs.raw.ibv_context_ops;
 import io.jverbs.ibverbs.raw.ibv_recv_wr;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
 import io.jverbs.ibverbs.raw.ibv_sge;
@@ -23,9 +24,13 @@ final class WorkRequests {
      * critical (short, never blocking; the provider's queue lock is held only inside the call),
      * pointers passed as words after the callers' own checks.
      */
-    private static final MethodHandle POST = NativeAccess.pointerDowncall(
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG,
-                    ValueLayout.JAVA_LONG), true);
+    private static final FunctionDescriptor POST_SHAPE = FunctionDescriptor.of(ValueLayout.JAVA_INT,
+            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG);
+    /** post_send and post_recv, each bound to the provider's address when the first queue pair is made. */
+    private static final NativeAccess.PinnedDowncall POST_SEND_PIN = NativeAccess.pinnableDowncall(POST_SHAPE, true);
+    private static final NativeAccess.PinnedDowncall POST_RECV_PIN = NativeAccess.pinnableDowncall(POST_SHAPE, true);
+    private static final MethodHandle POST_SEND = POST_SEND_PIN.invoker();
+    private static final MethodHandle POST_RECV = POST_RECV_PIN.invoker();
 
     private WorkRequests() {
     }
@@ -141,13 +146,36 @@ final class WorkRequests {
         return remote.address() + offset;
     }
 
-    /** Calls a provider's post_send or post_recv; returns its errno (0: posted). */
+    /** Calls a provider's post_send (or post_recv, through the same guard's slower branch); returns its errno (0: posted). */
     static int post(MemorySegment fn, long qp, long wr, long badWr) {
         try {
-            return (int) POST.invokeExact(fn, qp, wr, badWr);
+            return (int) POST_SEND.invokeExact(fn, qp, wr, badWr);
         } catch (Throwable t) {
             throw CompletionQueue.rethrow(t);
         }
+    }
+
+    /** Calls a provider's post_recv; returns its errno (0: posted). */
+    static int postReceive(MemorySegment fn, long qp, long wr, long badWr) {
+        try {
+            return (int) POST_RECV.invokeExact(fn, qp, wr, badWr);
+        } catch (Throwable t) {
+            throw CompletionQueue.rethrow(t);
+        }
+    }
+
+    /** The provider's post_send, resolved once per queue and bound as the constant address of {@link #post}. */
+    static MemorySegment postSendOp(MemorySegment context) {
+        MemorySegment fn = providerOp(context, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
+        POST_SEND_PIN.pin(fn);
+        return fn;
+    }
+
+    /** The provider's post_recv, resolved once per queue and bound as the constant address of {@link #postReceive}. */
+    static MemorySegment postRecvOp(MemorySegment context) {
+        MemorySegment fn = providerOp(context, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
+        POST_RECV_PIN.pin(fn);
+        return fn;
     }
 
     /** A provider entry point from {@code context->ops}, resolved once per queue (the ops never change). */

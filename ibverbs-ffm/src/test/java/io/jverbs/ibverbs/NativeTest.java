@@ -168,17 +168,22 @@ class NativeTest {
         }
     }
     /**
-     * A function-pointer handle binds the first address it is called with as a constant; a second
+     * A pinned function-pointer handle binds the first address pinned as a constant; a second
      * function through the same handle must still be called, not the pinned one, before and after
      * the JIT compiles the caller. toupper and tolower share a signature and differ in result, so
      * a wrong dispatch shows as a wrong letter.
      */
     @Test
     void pointerDowncallCallsEachAddressAfterPinningTheFirst() throws Throwable {
-        MethodHandle h = NativeAccess.pointerDowncall(FunctionDescriptor.of(JAVA_INT, JAVA_INT), true);
+        NativeAccess.PinnedDowncall pinnable = NativeAccess.pinnableDowncall(FunctionDescriptor.of(JAVA_INT, JAVA_INT),
+                true);
+        MethodHandle h = pinnable.invoker();
         Linker linker = Linker.nativeLinker();
         MemorySegment upper = linker.defaultLookup().find("toupper").orElseThrow();
         MemorySegment lower = linker.defaultLookup().find("tolower").orElseThrow();
+        assertEquals('b', (int) h.invokeExact(lower, (int) 'B'), "tolower before any pin");
+        pinnable.pin(upper);
+        pinnable.pin(lower); // the first pin wins: lower stays on the address-less branch
         for (int i = 0; i < 50_000; i++) {
             assertEquals('A', (int) h.invokeExact(upper, (int) 'a'), "toupper through the pinned address, round " + i);
             assertEquals('b', (int) h.invokeExact(lower, (int) 'B'), "tolower through the same handle, round " + i);

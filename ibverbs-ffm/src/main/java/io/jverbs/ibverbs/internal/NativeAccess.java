@@ -111,9 +111,7 @@ public final class NativeAccess {
 
     /**
      * Makes an address-less downcall handle, whose first argument is the function's address: how
-     * the inline verbs call a provider's function pointer. The first address it is called with is
-     * then bound as a constant (see {@link PinnedDowncall}); calls with any other address stay
-     * correct and take the address-less path.
+     * the inline verbs call a provider's function pointer.
      *
      * @param descriptor the C signature
      * @param critical   true only for short calls that never block, never wait on a lock that
@@ -122,37 +120,58 @@ public final class NativeAccess {
      * @return the handle, taking the function address as a leading {@code MemorySegment}
      */
     public static MethodHandle pointerDowncall(FunctionDescriptor descriptor, boolean critical) {
-        Linker.Option[] options = critical ? new Linker.Option[] {Linker.Option.critical(false)} : new Linker.Option[0];
         try {
-            return new PinnedDowncall(descriptor, options).invoker;
+            return LINKER.downcallHandle(descriptor, options(critical));
         } catch (IllegalCallerException e) {
             throw nativeAccessDenied(e);
         }
     }
 
     /**
-     * A function-pointer downcall that the JIT compiles as a call to a constant address. A process
-     * almost always calls one provider through each data-path handle (rxe's post_send, mlx5's
-     * poll_cq), and a downcall whose address is bound into the handle skips, once compiled, the
-     * per-call handling of the address argument (its NULL check, its scope's acquire and
-     * release): about 2 ns a call on the JMH fake provider.
+     * Makes a function-pointer downcall like {@link #pointerDowncall} that can be compiled as a
+     * call to a constant address: see {@link PinnedDowncall}.
      *
-     * <p>The handle is a {@link MutableCallSite}'s invoker. Its first target binds nothing and, on
-     * its first call with a native, non-NULL address, replaces itself by a guard: that address,
-     * bound, when the call's address equals it, and the address-less handle otherwise. Every target
-     * is correct for every address, so a second provider (the fake one in tests beside a real one)
-     * only takes the slower branch; the target changes once, and no caller has to register anything.
+     * @param descriptor the C signature
+     * @param critical   as for {@link #pointerDowncall}
+     * @return the downcall; its {@link PinnedDowncall#invoker()} takes the function address first
+     * @throws IllegalCallerException when native access is denied (the message names the flag)
      */
-    private static final class PinnedDowncall {
-        private static final MethodHandle PIN_FIRST;
+    public static PinnedDowncall pinnableDowncall(FunctionDescriptor descriptor, boolean critical) {
+        try {
+            return new PinnedDowncall(descriptor, options(critical));
+        } catch (IllegalCallerException e) {
+            throw nativeAccessDenied(e);
+        }
+    }
+
+    private static Linker.Option[] options(boolean critical) {
+        return critical ? new Linker.Option[] {Linker.Option.critical(false)} : new Linker.Option[0];
+    }
+
+    /**
+     * A function-pointer downcall that the JIT compiles as a call to a constant address. A process
+     * almost always calls one provider through each data-path entry point (rxe's post_send,
+     * mlx5's poll_cq), and a downcall whose address is bound into the handle skips, once
+     * compiled, the per-call handling of the address argument (its NULL check, its scope's
+     * acquire and release): about 1.5 ns a call on the JMH fake provider.
+     *
+     * <p>{@link #invoker()} is a {@link MutableCallSite}'s invoker, address-less until
+     * {@link #pin} names the address to bind; from then on it is a guard: that address, bound, when
+     * a call's address equals it, the address-less handle for any other. Every target is correct
+     * for every address, so a second provider only takes the slower branch.
+     *
+     * <p>Pinning changes the call site's target, a VM operation that may wait for every thread to
+     * reach a safepoint, so it is done when a queue is made, never lazily inside a post or a poll:
+     * a thread there may hold a provider's lock that another thread spins on inside a critical
+     * downcall, which holds up safepoints (the deadlock {@code ProviderLockSafepointTest} guards).
+     * Thread-safe; the first {@link #pin} wins.
+     */
+    public static final class PinnedDowncall {
         private static final MethodHandle SAME_ADDRESS;
 
         static {
             try {
-                MethodHandles.Lookup lookup = MethodHandles.lookup();
-                PIN_FIRST = lookup.findVirtual(PinnedDowncall.class, "pinFirst",
-                        MethodType.methodType(void.class, MemorySegment.class));
-                SAME_ADDRESS = lookup.findStatic(PinnedDowncall.class, "sameAddress",
+                SAME_ADDRESS = MethodHandles.lookup().findStatic(PinnedDowncall.class, "sameAddress",
                         MethodType.methodType(boolean.class, long.class, MemorySegment.class));
             } catch (ReflectiveOperationException e) {
                 throw new ExceptionInInitializerError(e);
@@ -163,21 +182,37 @@ public final class NativeAccess {
         private final Linker.Option[] options;
         private final MethodHandle unbound;
         private final MutableCallSite site;
+        private final MethodHandle invoker;
         private final AtomicBoolean pinned = new AtomicBoolean();
-        final MethodHandle invoker;
 
-        PinnedDowncall(FunctionDescriptor descriptor, Linker.Option[] options) {
+        private PinnedDowncall(FunctionDescriptor descriptor, Linker.Option[] options) {
             this.descriptor = descriptor;
             this.options = options;
             this.unbound = LINKER.downcallHandle(descriptor, options);
-            this.site = new MutableCallSite(MethodHandles.foldArguments(unbound, PIN_FIRST.bindTo(this)));
+            this.site = new MutableCallSite(unbound);
             this.invoker = site.dynamicInvoker();
         }
 
-        /** The first call's address becomes the constant one (calls with other addresses stay correct). */
-        private void pinFirst(MemorySegment function) {
-            if (function == null || !function.isNative() || function.address() == 0 || !pinned.compareAndSet(false, true)) {
-                return; // the unbound handle reports a NULL or heap address as before
+        /**
+         * The handle to call: the function address first, then the C arguments. Keep it in a
+         * {@code static final} field, so the JIT sees the call site.
+         *
+         * @return the invoker, the same for the life of this object
+         */
+        public MethodHandle invoker() {
+            return invoker;
+        }
+
+        /**
+         * Binds {@code function} as the constant address, if no address was bound before. Call it
+         * where no provider lock is held (when a queue is made).
+         *
+         * @param function a provider entry point (native, not NULL; anything else is ignored)
+         */
+        public void pin(MemorySegment function) {
+            if (function == null || !function.isNative() || function.address() == 0 || pinned.get()
+                    || !pinned.compareAndSet(false, true)) {
+                return;
             }
             MethodHandle bound = MethodHandles.dropArguments(LINKER.downcallHandle(function, descriptor, options), 0,
                     MemorySegment.class);
