@@ -21,7 +21,7 @@ import java.util.concurrent.TimeUnit;
  * marker (JVM start and setup, slow under QEMU TCG), then {@code work} until it exits. Its output
  * (stdout and stderr together) is echoed here as {@code [child] ...} lines and kept.
  */
-final class ChildJvm {
+public final class ChildJvm {
     private static final String EOF = new String("end of child output");
 
     /**
@@ -33,9 +33,9 @@ final class ChildJvm {
      * @param output     every line it printed
      * @param workMs     milliseconds from the ready marker to the end (or the kill); -1 when never ready
      */
-    record Result(String timedOutIn, int exitCode, List<String> output, long workMs) {
+    public record Result(String timedOutIn, int exitCode, List<String> output, long workMs) {
         /** @return the last output line starting with {@code prefix}, or {@code "(none)"} */
-        String last(String prefix) {
+        public String last(String prefix) {
             for (int i = output.size() - 1; i >= 0; i--) {
                 if (output.get(i).startsWith(prefix)) {
                     return output.get(i);
@@ -45,7 +45,7 @@ final class ChildJvm {
         }
 
         /** @return the lines containing {@code fragment}, joined by newlines */
-        String linesWith(String fragment) {
+        public String linesWith(String fragment) {
             return String.join("\n", output.stream().filter(l -> l.contains(fragment)).toList());
         }
     }
@@ -65,7 +65,7 @@ final class ChildJvm {
      * The java command: this JVM's executable and JVM options (from its command line, minus the
      * class path, agents and CDS dumping), its class path, then {@code main} and {@code args}.
      */
-    static List<String> command(Class<?> main, List<String> extraFlags, List<String> args) {
+    public static List<String> command(Class<?> main, List<String> extraFlags, List<String> args) {
         ProcessHandle.Info self = ProcessHandle.current().info();
         List<String> cmd = new ArrayList<>(List.of(self.command().orElse(System.getProperty("java.home") + "/bin/java")));
         String[] ours = self.arguments().orElse(new String[0]);
@@ -96,7 +96,7 @@ final class ChildJvm {
     }
 
     /** Starts the child and waits for it within the two deadlines; kills it when one passes. */
-    static Result run(List<String> command, String readyMarker, Duration startup, Duration work)
+    public static Result run(List<String> command, String readyMarker, Duration startup, Duration work)
             throws IOException, InterruptedException {
         Process process = new ProcessBuilder(command).redirectErrorStream(true)
                 .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null"))).start();

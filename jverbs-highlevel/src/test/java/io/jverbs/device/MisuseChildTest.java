@@ -1,0 +1,207 @@
+package io.jverbs.device;
+
+import io.jverbs.CompletionFailedException;
+import io.jverbs.CompletionQueue;
+import io.jverbs.QueuePair;
+import io.jverbs.RegisteredBuffer;
+import io.jverbs.RemoteBuffer;
+import io.jverbs.WorkResult;
+import io.jverbs.ibverbs.device.ChildJvm;
+import io.jverbs.ibverbs.device.DeviceTest;
+import io.jverbs.ibverbs.device.TestDevice;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * The lifetime misuses of the high-level API, one per child JVM, the way a user would hit them:
+ * each child opens a loopback connection on the device, commits one misuse, and must end with the
+ * expected Java exception (or defined state) and exit 0. A crash (SIGSEGV, exit 134, an
+ * {@code hs_err} file) or a hang (killed at the deadline) fails the case and names it, so one
+ * misuse cannot hide behind another's state. {@link MisuseTest} runs the wider sweep of argument
+ * misuses in this JVM. Prints {@code highlevel-misuse-child: N cases, 0 crashed, on DEVICE}.
+ */
+@DeviceTest
+class MisuseChildTest {
+    /** JVM start (7–17 s under QEMU TCG) and the loopback connection. */
+    private static final Duration STARTUP = Duration.ofSeconds(120);
+    private static final Duration WORK = Duration.ofSeconds(60);
+    private static final String READY = "misuse-ready";
+    private static final String OK = "misuse-ok: ";
+    private static final long T = 20_000;
+
+    /** The misuses, by name: what the child does once connected; it returns what it saw. */
+    private static final Map<String, Misuse> CASES = new LinkedHashMap<>();
+
+    @FunctionalInterface
+    interface Misuse {
+        String commit(Loopback lb) throws Exception;
+    }
+
+    static {
+        CASES.put("post on a closed queue pair", lb -> {
+            lb.client.qp.close();
+            return expectIse(() -> lb.client.qp.write(1, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true), "closed");
+        });
+        CASES.put("close with work in flight", lb -> {
+            CompletableFuture<WorkResult> f = lb.client.qp.writeAsync(lb.client.buffer, 0, 8, lb.serverRemote(), 0);
+            lb.client.qp.close();
+            try {
+                f.get(T, TimeUnit.MILLISECONDS);
+                throw new AssertionError("the future of a write in flight completed normally after the close");
+            } catch (ExecutionException e) {
+                return "future failed: " + e.getCause().getMessage();
+            }
+        });
+        CASES.put("stale access after a buffer's close", lb -> {
+            MemorySegment view = lb.client.buffer.segment();
+            lb.client.buffer.close();
+            return expectIse(() -> view.get(ValueLayout.JAVA_BYTE, 0), "");
+        });
+        CASES.put("post from a closed buffer", lb -> {
+            RegisteredBuffer b = lb.client.buffer;
+            b.close();
+            return expectIse(() -> lb.client.qp.write(1, b, 0, 8, lb.serverRemote(), 0, true), "closed");
+        });
+        CASES.put("peer writes into a closed buffer", lb -> {
+            RemoteBuffer remote = lb.serverRemote();
+            lb.server.buffer.close(); // deregistered and freed: the rkey the client holds is dead
+            CompletableFuture<WorkResult> f = lb.client.qp.writeAsync(lb.client.buffer, 0, 64, remote, 0);
+            long deadline = System.nanoTime() + T * 1_000_000;
+            while (!f.isDone() && System.nanoTime() < deadline) {
+                lb.client.cq.poll(null, 16);
+            }
+            try {
+                f.get(T, TimeUnit.MILLISECONDS);
+                throw new AssertionError("an RDMA Write into a deregistered region completed normally");
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof CompletionFailedException cf)) {
+                    throw new AssertionError("expected a failed completion, got " + e.getCause(), e.getCause());
+                }
+                String next = expectIse(() -> lb.client.qp.write(2, lb.client.buffer, 0, 8, remote, 0, true), "error");
+                return cf.statusName() + "; then " + next;
+            }
+        });
+        CASES.put("poll after the context closed", lb -> {
+            CompletionQueue cq = lb.client.cq;
+            lb.client.context.close();
+            return expectIse(() -> cq.poll(null, 1), "closed");
+        });
+        CASES.put("close the tree twice", lb -> {
+            lb.client.context.close();
+            lb.client.context.close();
+            lb.client.qp.close();
+            lb.client.buffer.close();
+            lb.client.cq.close();
+            if (!lb.client.qp.isClosed() || !lb.client.buffer.isClosed() || !lb.client.pd.isClosed()) {
+                throw new AssertionError("closing the context did not close its tree");
+            }
+            return "every close after the first was a no-op";
+        });
+        CASES.put("close a completion queue from its handler", lb -> {
+            CompletionQueue scq = lb.server.cq;
+            if (lb.server.qp.write(11, lb.server.buffer, 0, 8, lb.client.buffer.remote(), 0, true) != QueuePair.OK) {
+                throw new AssertionError("the server's write was not accepted");
+            }
+            long deadline = System.nanoTime() + T * 1_000_000;
+            while (!scq.isClosed()) {
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("the server's write did not complete");
+                }
+                scq.poll(c -> scq.close(), 16);
+            }
+            return expectIse(() -> scq.poll(null, 1), "closed");
+        });
+        CASES.put("use a queue pair whose protection domain closed", lb -> {
+            lb.client.pd.close();
+            return expectIse(() -> lb.client.qp.write(1, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true), "closed");
+        });
+    }
+
+    private interface Call {
+        Object run() throws Exception;
+    }
+
+    private static String expectIse(Call call, String messagePart) throws Exception {
+        try {
+            call.run();
+        } catch (IllegalStateException e) {
+            if (!String.valueOf(e.getMessage()).contains(messagePart)) {
+                throw new AssertionError("IllegalStateException without '" + messagePart + "': " + e.getMessage(), e);
+            }
+            return "IllegalStateException: " + e.getMessage();
+        }
+        throw new AssertionError("no IllegalStateException");
+    }
+
+    @Test
+    void eachLifetimeMisuseInItsOwnJvm(TestDevice device) throws Exception {
+        List<String> ran = new ArrayList<>();
+        List<String> failures = new ArrayList<>();
+        for (String name : CASES.keySet()) {
+            List<String> command = ChildJvm.command(Child.class, List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"),
+                    List.of(name));
+            ChildJvm.Result r = ChildJvm.run(command, READY, STARTUP, WORK);
+            String ok = r.last(OK + name);
+            boolean crashed = r.exitCode() == 134 || r.exitCode() == 139 || !r.linesWith("hs_err").isEmpty()
+                    || !r.linesWith("SIGSEGV").isEmpty();
+            if (crashed) {
+                failures.add(name + ": the JVM CRASHED (exit " + r.exitCode() + "): " + r.linesWith("#"));
+            } else if (r.timedOutIn() != null) {
+                failures.add(name + ": hung (killed in " + r.timedOutIn() + "); last lines " + tail(r));
+            } else if (r.exitCode() != 0 || ok.equals("(none)")) {
+                failures.add(name + ": exit " + r.exitCode() + ", last lines " + tail(r));
+            } else {
+                ran.add(name);
+            }
+        }
+        if (!failures.isEmpty()) {
+            fail(failures.size() + " of " + CASES.size() + " misuse children on " + device.name() + " failed:\n"
+                    + String.join("\n", failures));
+        }
+        assertTrue(ran.size() == CASES.size());
+        System.out.println("highlevel-misuse-child: " + ran.size() + " cases, 0 crashed, on " + device.name()
+                + " (one child JVM each): " + ran);
+    }
+
+    private static String tail(ChildJvm.Result r) {
+        List<String> out = r.output();
+        return String.join(" | ", out.subList(Math.max(0, out.size() - 6), out.size()));
+    }
+
+    /** The child: one loopback connection on the environment's device, one misuse, exit 0 when it ended as expected. */
+    static final class Child {
+        public static void main(String[] args) throws Exception {
+            Misuse misuse = CASES.get(args[0]);
+            if (misuse == null) {
+                System.out.println("misuse-failed: no such case " + args[0]);
+                System.exit(2);
+            }
+            TestDevice device = TestDevice.fromEnvironment();
+            int status = 0;
+            try (Loopback lb = new Loopback(device, 4096)) {
+                System.out.println(READY + " on " + device.name());
+                try {
+                    System.out.println(OK + args[0] + ": " + misuse.commit(lb));
+                } catch (Throwable t) {
+                    System.out.println("misuse-failed: " + args[0] + ": " + t);
+                    t.printStackTrace(System.out);
+                    status = 1;
+                }
+            }
+            System.exit(status);
+        }
+    }
+}
