@@ -86,6 +86,8 @@ public final class Compare {
             List<String> flags = List.of("-d", dev, "-x", gid, "-s", size, "-n", iters, "-F");
             List<Sample> c = new ArrayList<>();
             List<Sample> j = new ArrayList<>();
+            Sample[] cRun = new Sample[runs];
+            Sample[] jRun = new Sample[runs];
             for (int r = 0; r < runs; r++) {
                 boolean cFirst = (caseNo + r) % 2 == 0;
                 for (int side = 0; side < 2; side++) {
@@ -107,6 +109,7 @@ public final class Compare {
                         }
                     }
                     (isC ? c : j).add(s);
+                    (isC ? cRun : jRun)[r] = s;
                     System.out.printf(Locale.ROOT, "  %-9s %6s B run %d %-4s %s%n", test, size, r + 1, isC ? "C" : "Java",
                             bw ? String.format(Locale.ROOT, "%.2f MB/s %.4f Mpps", s.bw(), s.msgRate())
                                : String.format(Locale.ROOT, "t_typical %.2f us p99 %.2f us", s.typical(), s.p99()));
@@ -120,11 +123,11 @@ public final class Compare {
             row.put("iters", Integer.parseInt(iters));
             row.put("runs", runs);
             if (bw) {
-                put(row, "bw_avg_MBps", c, j, Sample::bw);
-                put(row, "msg_rate_Mpps", c, j, Sample::msgRate);
+                put(row, "bw_avg_MBps", c, j, cRun, jRun, Sample::bw);
+                put(row, "msg_rate_Mpps", c, j, cRun, jRun, Sample::msgRate);
             } else {
-                put(row, "t_typical_usec", c, j, Sample::typical);
-                put(row, "p99_usec", c, j, Sample::p99);
+                put(row, "t_typical_usec", c, j, cRun, jRun, Sample::typical);
+                put(row, "p99_usec", c, j, cRun, jRun, Sample::p99);
             }
             row.put("java_allocated_bytes_median", (long) median(j, s -> s.allocated()));
             row.put("java_allocated_bytes", j.stream().mapToLong(Sample::allocated).toArray());
@@ -133,7 +136,8 @@ public final class Compare {
         Map<String, Object> root = new LinkedHashMap<>();
         root.put("device", dev);
         root.put("note", "medians; C = C perftest server+client processes, Java = jverbs-perftest server+client threads in"
-                + " one JVM (warm after the first case); ratio = Java/C");
+                + " one JVM (warm after the first case); ratio = Java/C of the medians; paired_ratio = the median of Java/C"
+                + " over the back-to-back pairs of runs");
         root.put("cases", rows);
         root.put("failed_runs", failures);
         new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), root);
@@ -172,17 +176,38 @@ public final class Compare {
         }
     }
 
-    private static void put(Map<String, Object> row, String name, List<Sample> c, List<Sample> j,
-                            java.util.function.ToDoubleFunction<Sample> f) {
+    private static void put(Map<String, Object> row, String name, List<Sample> c, List<Sample> j, Sample[] cRun,
+                            Sample[] jRun, java.util.function.ToDoubleFunction<Sample> f) {
         double mc = median(c, f);
         double mj = median(j, f);
         Map<String, Object> o = new LinkedHashMap<>();
         o.put("c", round(mc));
         o.put("java", round(mj));
         o.put("ratio", mc > 0 ? round(mj / mc) : null);
+        double paired = pairedRatio(cRun, jRun, f);
+        o.put("paired_ratio", Double.isNaN(paired) ? null : round(paired));
         o.put("c_runs", c.stream().mapToDouble(f).map(Compare::round).toArray());
         o.put("java_runs", j.stream().mapToDouble(f).map(Compare::round).toArray());
         row.put(name, o);
+    }
+
+    /**
+     * The median of Java/C over the runs where both sides ran, each pair back to back in the same
+     * boot: slow drift of the emulated rig (runs of one case moved by two-fold within a boot)
+     * cancels in each pair, which the ratio of the two medians does not do.
+     */
+    static double pairedRatio(Sample[] cRun, Sample[] jRun, java.util.function.ToDoubleFunction<Sample> f) {
+        List<Double> ratios = new ArrayList<>();
+        for (int r = 0; r < cRun.length; r++) {
+            if (cRun[r] != null && jRun[r] != null && f.applyAsDouble(cRun[r]) > 0) {
+                ratios.add(f.applyAsDouble(jRun[r]) / f.applyAsDouble(cRun[r]));
+            }
+        }
+        double[] v = ratios.stream().mapToDouble(Double::doubleValue).sorted().toArray();
+        if (v.length == 0) {
+            return Double.NaN;
+        }
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
 
     private static double round(double v) {
@@ -200,27 +225,30 @@ public final class Compare {
     @SuppressWarnings("unchecked")
     private static void printTable(List<Map<String, Object>> rows) {
         System.out.println();
-        System.out.println("test       size   iters runs | C BW MB/s  Java BW   ratio | C Mpps   Java Mpps ratio | Java alloc B (median)");
+        System.out.println("ratio: Java/C of the medians; paired: the median of Java/C over each back-to-back pair of runs");
+        System.out.println("test       size   iters runs | C BW MB/s  Java BW   ratio paired | C Mpps   Java Mpps ratio paired | Java alloc B (median)");
         for (Map<String, Object> r : rows) {
             if (!((String) r.get("test")).endsWith("_bw")) {
                 continue;
             }
             Map<String, Object> b = (Map<String, Object>) r.get("bw_avg_MBps");
             Map<String, Object> m = (Map<String, Object>) r.get("msg_rate_Mpps");
-            System.out.printf(Locale.ROOT, "%-9s %6d %6d %4d | %9.2f %9.2f %6.2f | %7.4f %8.4f %6.2f | %d%n", r.get("test"),
-                    r.get("size"), r.get("iters"), r.get("runs"), b.get("c"), b.get("java"), b.get("ratio"), m.get("c"),
-                    m.get("java"), m.get("ratio"), r.get("java_allocated_bytes_median"));
+            System.out.printf(Locale.ROOT, "%-9s %6d %6d %4d | %9.2f %9.2f %6.2f %6.2f | %7.4f %8.4f %6.2f %6.2f | %d%n",
+                    r.get("test"), r.get("size"), r.get("iters"), r.get("runs"), b.get("c"), b.get("java"), b.get("ratio"),
+                    b.get("paired_ratio"), m.get("c"), m.get("java"), m.get("ratio"), m.get("paired_ratio"),
+                    r.get("java_allocated_bytes_median"));
         }
-        System.out.println("test       size   iters runs | C t_typ us Java t_typ ratio | C p99 us Java p99  ratio | Java alloc B (median)");
+        System.out.println("test       size   iters runs | C t_typ us Java t_typ ratio paired | C p99 us Java p99  ratio paired | Java alloc B (median)");
         for (Map<String, Object> r : rows) {
             if (((String) r.get("test")).endsWith("_bw")) {
                 continue;
             }
             Map<String, Object> t = (Map<String, Object>) r.get("t_typical_usec");
             Map<String, Object> p = (Map<String, Object>) r.get("p99_usec");
-            System.out.printf(Locale.ROOT, "%-9s %6d %6d %4d | %9.2f %9.2f %6.2f | %8.2f %8.2f %6.2f | %d%n", r.get("test"),
-                    r.get("size"), r.get("iters"), r.get("runs"), t.get("c"), t.get("java"), t.get("ratio"), p.get("c"),
-                    p.get("java"), p.get("ratio"), r.get("java_allocated_bytes_median"));
+            System.out.printf(Locale.ROOT, "%-9s %6d %6d %4d | %9.2f %9.2f %6.2f %6.2f | %8.2f %8.2f %6.2f %6.2f | %d%n",
+                    r.get("test"), r.get("size"), r.get("iters"), r.get("runs"), t.get("c"), t.get("java"), t.get("ratio"),
+                    t.get("paired_ratio"), p.get("c"), p.get("java"), p.get("ratio"), p.get("paired_ratio"),
+                    r.get("java_allocated_bytes_median"));
         }
         System.out.flush();
     }
