@@ -122,6 +122,9 @@ public final class QueuePair extends QueueEndpoint {
     private long sendDone;
     private long recvDone;
     private int unsignaledRun;
+    /** {@code config.maxSendWr()} and {@code config.signalEvery()}, copied: one load fewer on every post. */
+    private final int sendDepth;
+    private final int signalEvery;
     private final int[] coverRing;
     /** {@code coverRing.length - 1}: the ring is a power of two, so a slot is a mask, not a division. */
     private final int coverMask;
@@ -182,6 +185,8 @@ public final class QueuePair extends QueueEndpoint {
         MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
         this.postSendFn = WorkRequests.postSendOp(ctx);
         this.postRecvFn = WorkRequests.postRecvOp(ctx);
+        this.sendDepth = config.maxSendWr();
+        this.signalEvery = config.signalEvery();
         this.coverRing = new int[Integer.highestOneBit(Math.max(1, config.maxSendWr() - 1)) << 1];
         this.coverMask = coverRing.length - 1;
         int slots = config.maxSendWr() + config.maxRecvWr();
@@ -961,11 +966,11 @@ public final class QueuePair extends QueueEndpoint {
         local.checkRange(localOffset, length, what);
         long remoteAddress = remote == null ? 0 : remoteTarget(remote, remoteOffset, length, opcode, what);
         int outstanding = sendOutstanding();
-        int depth = config.maxSendWr();
+        int depth = sendDepth;
         if (outstanding >= depth) {
             return SEND_QUEUE_FULL;
         }
-        boolean signal = signaled || unsignaledRun + 1 >= config.signalEvery() || outstanding + 1 >= depth;
+        boolean signal = signaled || unsignaledRun + 1 >= signalEvery || outstanding + 1 >= depth;
         fill(wrId, opcode, local, localOffset, length, remoteAddress, remote == null ? 0 : remote.rkey(), immediate,
                 compareAdd, swap, signal);
         if (signal) {
@@ -994,7 +999,7 @@ public final class QueuePair extends QueueEndpoint {
     /** The remote address of a checked remote range (8-byte aligned for atomics). */
     private static long remoteTarget(RemoteBuffer remote, long remoteOffset, int length, int opcode, String what) {
         long remoteAddress = WorkRequests.remoteAddress(remote, remoteOffset, length, what);
-        if ((remoteAddress & 7) != 0 && isAtomic(opcode)) {
+        if (isAtomic(opcode) && (remoteAddress & 7) != 0) { // opcode first: folds away for a constant one
             throw misaligned(what, remoteAddress);
         }
         return remoteAddress;
@@ -1084,10 +1089,11 @@ public final class QueuePair extends QueueEndpoint {
     @Override
     boolean onCompletion(Completion c, CompletionQueue from) {
         long wrId = c.wrId();
-        int status = c.status();
+        long statusAndOpcode = c.statusAndOpcode();
+        int status = (int) statusAndOpcode;
         if (status == WcStatus.SUCCESS) {
             // The polling thread's side of the accounting: no lock (see the fields).
-            if (c.isReceive()) {
+            if (((int) (statusAndOpcode >>> 32) & verbs_h.IBV_WC_RECV) != 0) {
                 RECV_DONE.setRelease(this, recvDone + 1);
             } else {
                 if (coverHead != (long) COVER_TAIL.getAcquire(this)) {
