@@ -53,7 +53,7 @@ final class PerftestCommand implements Callable<Integer> {
     Integer txDepth;
     @Option(names = {"-r", "--rx-depth"}, paramLabel = "<dep>", description = "receive queue depth for send tests (default 512)")
     Integer rxDepth;
-    @Option(names = {"-I", "--inline_size"}, paramLabel = "<size>", description = "most bytes sent inline (default 0)")
+    @Option(names = {"-I", "--inline_size"}, paramLabel = "<size>", description = "most bytes sent inline (default as C: 220 for write_lat and 236 for send_lat on NVIDIA/Mellanox devices, 0 otherwise)")
     Integer inlineSize;
     @Option(names = {"-R", "--rdma_cm"}, description = "connect the queue pairs with rdma_cm; the handshake then goes over an rdma_cm control queue pair on -p, no TCP")
     boolean rdmaCm;
@@ -129,6 +129,28 @@ final class PerftestCommand implements Callable<Integer> {
     int rx;
     int cqModResolved;
     int inline;
+
+    /**
+     * C perftest's inline size when {@code -I} is not given: on a device it recognises, 220 bytes
+     * for the RC write latency test and 236 for the RC send latency test, 0 for every bandwidth
+     * test and for read and atomics; on a device it does not recognise (rxe among them), 0. jverbs recognises NVIDIA/Mellanox (vendor {@code 0x02c9}); C's own sizes for
+     * other vendors' NICs (Broadcom 96, EFA 32, …) are not copied: pass {@code -I} there.
+     *
+     * @param vendorId the device's {@code vendor_id}
+     * @return the inline size C would use
+     */
+    int defaultInline(int vendorId) {
+        if (vendorId != MELLANOX_VENDOR_ID || kind != Kind.LAT || inlineSize != null) {
+            return inline;
+        }
+        return switch (verb) {
+            case WRITE -> 220; // jverbs-perftest runs RC only (-c UC/UD are refused)
+            case SEND -> 236;
+            default -> 0;
+        };
+    }
+
+    static final int MELLANOX_VENDOR_ID = 0x02c9;
     int mtuEnum;
     boolean cas;
     boolean postListNote;
@@ -290,7 +312,7 @@ final class PerftestCommand implements Callable<Integer> {
             }
         }
         cqModResolved = Math.min(cqModResolved, tx);
-        inline = inlineSize != null ? inlineSize : 0;
+        inline = inlineSize != null ? inlineSize : 0; // without -I, Session sets the device's default (defaultInline)
         refuse(inline < 0 || inline > MAX_INLINE, "Max inline must be 0.." + MAX_INLINE);
         if (verb == Verb.READ || verb == Verb.ATOMIC) {
             inline = 0;

@@ -38,6 +38,8 @@ final class Session implements AutoCloseable {
     MemorySegment memory;
     long slot;
     final int outReads;
+    /** The inline size asked of the queue pairs: {@code -I}, or C's default for this device ({@link PerftestCommand#defaultInline}). */
+    final int inline;
     final int maxInline;
     QpRecord[] mine;
     QpRecord[] theirs;
@@ -78,7 +80,9 @@ final class Session implements AutoCloseable {
             } else {
                 gid = null;
             }
-            int deviceRdAtom = context.deviceAttributes().maxQpRdAtomic();
+            Context.DeviceAttributes attributes = context.deviceAttributes();
+            inline = c.defaultInline(attributes.vendorId());
+            int deviceRdAtom = attributes.maxQpRdAtomic();
             outReads = c.verb == Verb.READ || c.verb == Verb.ATOMIC
                     ? Math.max(1, Math.min(255, c.outs != null ? Math.min(c.outs, deviceRdAtom) : deviceRdAtom)) : 1;
             pd = context.allocateProtectionDomain();
@@ -106,7 +110,7 @@ final class Session implements AutoCloseable {
 
     /** A data queue pair's configuration on {@link #cq}, from the command line (depths, inline, port, GID, moderation). */
     private QueuePairConfig queuePairConfig() {
-        return new QueuePairConfig(cq, cq, c.tx, c.verb == Verb.SEND ? c.rx : 1, c.inline, c.ibPort,
+        return new QueuePairConfig(cq, cq, c.tx, c.verb == Verb.SEND ? c.rx : 1, inline, c.ibPort,
                 gid != null ? gid.index() : -1, c.cqModResolved, c.qpTimeout, 7, 7, outReads, false);
     }
 
@@ -124,6 +128,7 @@ final class Session implements AutoCloseable {
         this.gid = base.gid;
         this.pd = base.pd;
         this.outReads = base.outReads;
+        this.inline = base.inline;
         this.cq = completionQueue(1);
         this.qps = new QueuePair[1];
         try {
