@@ -36,23 +36,6 @@ public final class Completion {
         return address;
     }
 
-    /**
-     * {@code status} in the low 32 bits and {@code opcode} in the high 32 (neighbours in
-     * {@code ibv_wc}, checked at class load), in one read: the routing of each completion needs both.
-     */
-    long statusAndOpcode() {
-        long both = ALL.get(LONG, base + ibv_wc.status$OFFSET);
-        return LITTLE_ENDIAN ? both : (both << 32) | (both >>> 32);
-    }
-
-    private static final boolean LITTLE_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN;
-
-    static {
-        if (ibv_wc.opcode$OFFSET != ibv_wc.status$OFFSET + 4) {
-            throw new ExceptionInInitializerError("ibv_wc field order differs from verbs.h: regenerate the bindings");
-        }
-    }
-
     void at(int index) {
         base = address + index * ibv_wc.sizeof();
     }

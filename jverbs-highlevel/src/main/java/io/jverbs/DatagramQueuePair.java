@@ -285,7 +285,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
         s.set(LONG, ud + ibv_send_wr.wr.ud.ah$OFFSET, to.ah.address());
         s.set(INT, ud + ibv_send_wr.wr.ud.remote_qpn$OFFSET, to.qpn);
         s.set(INT, ud + ibv_send_wr.wr.ud.remote_qkey$OFFSET, to.qkey);
-        int rc = call(postSendFn, SEND_WR);
+        int rc = WorkRequests.post(postSendFn, qpAddress, scratchAddress + SEND_WR, scratchAddress + BAD_WR);
         if (rc != 0) {
             throw VerbsException.of("ibv_post_send", rc);
         }
@@ -318,7 +318,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
         MemorySegment s = scratch;
         WorkRequests.receive(s, scratchAddress, RECV_WR, RECV_SGE, wrId, local.address() + localOffset, length,
                 local.lkey());
-        int rc = call(postRecvFn, RECV_WR);
+        int rc = WorkRequests.postReceive(postRecvFn, qpAddress, scratchAddress + RECV_WR, scratchAddress + BAD_WR);
         if (rc != 0) {
             throw VerbsException.of("ibv_post_recv", rc);
         }
@@ -335,10 +335,6 @@ public final class DatagramQueuePair extends QueueEndpoint {
         if (wrId < 0) {
             throw new IllegalArgumentException("work-request ids are 0 to 2^63-1, not " + wrId);
         }
-    }
-
-    private int call(MemorySegment fn, long wr) {
-        return WorkRequests.post(fn, qpAddress, scratchAddress + wr, scratchAddress + BAD_WR);
     }
 
     @Override

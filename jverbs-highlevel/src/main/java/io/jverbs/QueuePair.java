@@ -122,9 +122,6 @@ public final class QueuePair extends QueueEndpoint {
     private long sendDone;
     private long recvDone;
     private int unsignaledRun;
-    /** {@code config.maxSendWr()} and {@code config.signalEvery()}, copied: one load fewer on every post. */
-    private final int sendDepth;
-    private final int signalEvery;
     private final int[] coverRing;
     /** {@code coverRing.length - 1}: the ring is a power of two, so a slot is a mask, not a division. */
     private final int coverMask;
@@ -185,8 +182,6 @@ public final class QueuePair extends QueueEndpoint {
         MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
         this.postSendFn = WorkRequests.postSendOp(ctx);
         this.postRecvFn = WorkRequests.postRecvOp(ctx);
-        this.sendDepth = config.maxSendWr();
-        this.signalEvery = config.signalEvery();
         this.coverRing = new int[Integer.highestOneBit(Math.max(1, config.maxSendWr() - 1)) << 1];
         this.coverMask = coverRing.length - 1;
         int slots = config.maxSendWr() + config.maxRecvWr();
@@ -966,11 +961,11 @@ public final class QueuePair extends QueueEndpoint {
         local.checkRange(localOffset, length, what);
         long remoteAddress = remote == null ? 0 : remoteTarget(remote, remoteOffset, length, opcode, what);
         int outstanding = sendOutstanding();
-        int depth = sendDepth;
+        int depth = config.maxSendWr();
         if (outstanding >= depth) {
             return SEND_QUEUE_FULL;
         }
-        boolean signal = signaled || unsignaledRun + 1 >= signalEvery || outstanding + 1 >= depth;
+        boolean signal = signaled || unsignaledRun + 1 >= config.signalEvery() || outstanding + 1 >= depth;
         fill(wrId, opcode, local, localOffset, length, remoteAddress, remote == null ? 0 : remote.rkey(), immediate,
                 compareAdd, swap, signal);
         if (signal) {
@@ -1089,11 +1084,10 @@ public final class QueuePair extends QueueEndpoint {
     @Override
     boolean onCompletion(Completion c, CompletionQueue from) {
         long wrId = c.wrId();
-        long statusAndOpcode = c.statusAndOpcode();
-        int status = (int) statusAndOpcode;
+        int status = c.status();
         if (status == WcStatus.SUCCESS) {
             // The polling thread's side of the accounting: no lock (see the fields).
-            if (((int) (statusAndOpcode >>> 32) & verbs_h.IBV_WC_RECV) != 0) {
+            if (c.isReceive()) {
                 RECV_DONE.setRelease(this, recvDone + 1);
             } else {
                 if (coverHead != (long) COVER_TAIL.getAcquire(this)) {

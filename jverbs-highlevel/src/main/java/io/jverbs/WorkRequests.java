@@ -89,10 +89,8 @@ final class WorkRequests {
      * SGE's length and lkey: neighbours in every ABI rdma-core supports, checked at class load).
      */
     private static void pair(long address, int first, int second) {
-        long low = first & 0xFFFF_FFFFL;
-        long high = (long) second << 32;
-        long both = LITTLE_ENDIAN ? high | low : ((long) first << 32) | (second & 0xFFFF_FFFFL);
-        ALL.set(LONG, address, both);
+        ALL.set(LONG, address, LITTLE_ENDIAN ? ((long) second << 32) | (first & 0xFFFF_FFFFL)
+                                             : ((long) first << 32) | (second & 0xFFFF_FFFFL));
     }
 
     private static final boolean LITTLE_ENDIAN = java.nio.ByteOrder.nativeOrder() == java.nio.ByteOrder.LITTLE_ENDIAN;
@@ -146,7 +144,7 @@ final class WorkRequests {
         return remote.address() + offset;
     }
 
-    /** Calls a provider's post_send (or post_recv, through the same guard's slower branch); returns its errno (0: posted). */
+    /** Calls a provider's post_send; returns its errno (0: posted). */
     static int post(MemorySegment fn, long qp, long wr, long badWr) {
         try {
             return (int) POST_SEND.invokeExact(fn, qp, wr, badWr);

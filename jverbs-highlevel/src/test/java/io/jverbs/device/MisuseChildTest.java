@@ -130,20 +130,9 @@ class MisuseChildTest {
         });
     }
 
-    private interface Call {
-        Object run() throws Exception;
-    }
-
-    private static String expectIse(Call call, String messagePart) throws Exception {
-        try {
-            call.run();
-        } catch (IllegalStateException e) {
-            if (!String.valueOf(e.getMessage()).contains(messagePart)) {
-                throw new AssertionError("IllegalStateException without '" + messagePart + "': " + e.getMessage(), e);
-            }
-            return "IllegalStateException: " + e.getMessage();
-        }
-        throw new AssertionError("no IllegalStateException");
+    /** Asserts that {@code call} throws an IllegalStateException naming {@code messagePart}; returns what it said. */
+    private static String expectIse(org.junit.jupiter.api.function.Executable call, String messagePart) {
+        return "IllegalStateException: " + MisuseTest.expect(IllegalStateException.class, messagePart, call).getMessage();
     }
 
     @Test

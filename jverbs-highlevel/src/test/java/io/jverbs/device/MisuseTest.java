@@ -46,7 +46,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class MisuseTest {
     private static final long T = 20_000;
 
-    private static <E extends Throwable> E expect(Class<E> type, String messagePart, org.junit.jupiter.api.function.Executable call) {
+    /** Asserts that {@code call} throws {@code type} with {@code messagePart} in its message (also used by {@link MisuseChildTest}). */
+    static <E extends Throwable> E expect(Class<E> type, String messagePart, org.junit.jupiter.api.function.Executable call) {
         E e = assertThrows(type, call);
         assertTrue(String.valueOf(e.getMessage()).contains(messagePart),
                 "message of " + type.getSimpleName() + " names '" + messagePart + "': " + e.getMessage());

@@ -203,11 +203,7 @@ public final class Compare {
                 ratios.add(f.applyAsDouble(jRun[r]) / f.applyAsDouble(cRun[r]));
             }
         }
-        double[] v = ratios.stream().mapToDouble(Double::doubleValue).sorted().toArray();
-        if (v.length == 0) {
-            return Double.NaN;
-        }
-        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+        return median(ratios.stream().mapToDouble(Double::doubleValue).toArray());
     }
 
     private static double round(double v) {
@@ -215,7 +211,13 @@ public final class Compare {
     }
 
     private static double median(List<Sample> l, java.util.function.ToDoubleFunction<Sample> f) {
-        double[] v = l.stream().mapToDouble(f).sorted().toArray();
+        return median(l.stream().mapToDouble(f).toArray());
+    }
+
+    /** The median of {@code values} (NaN when there are none). */
+    private static double median(double[] values) {
+        double[] v = values.clone();
+        java.util.Arrays.sort(v);
         if (v.length == 0) {
             return Double.NaN;
         }

@@ -210,7 +210,7 @@ public final class NativeAccess {
          * @param function a provider entry point (native, not NULL; anything else is ignored)
          */
         public void pin(MemorySegment function) {
-            if (function == null || !function.isNative() || function.address() == 0 || pinned.get()
+            if (function == null || !function.isNative() || function.address() == 0
                     || !pinned.compareAndSet(false, true)) {
                 return;
             }
