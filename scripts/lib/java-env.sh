@@ -16,3 +16,12 @@ if [ -z "${JAVA_HOME:-}" ] || [ ! -x "$JAVA_HOME/bin/java" ] || [ "$(jverbs_java
 fi
 export JAVA_HOME
 export PATH="$JAVA_HOME/bin:$PATH"
+# Charts (JFreeChart, through AWT) load fonts through fontconfig, which prints "Fontconfig error:
+# No writable cache directories" once per font lookup when it cannot write its cache — in the rig's
+# guest the host's root, home included, is read-only. A cache under the temporary folder then.
+jverbs_cache=${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}
+if ! { mkdir -p "$jverbs_cache/fontconfig" 2>/dev/null && [ -w "$jverbs_cache/fontconfig" ]; }; then
+    export XDG_CACHE_HOME="${TMPDIR:-/tmp}/jverbs-cache"
+    mkdir -p "$XDG_CACHE_HOME" 2>/dev/null || true
+fi
+unset jverbs_cache
