@@ -171,11 +171,7 @@ final class BwLoop implements CompletionHandler {
                     repost(q);
                 }
             }
-            if (got > 0) {
-                emptyPolls = 0;
-            } else if ((++emptyPolls & 63) != 0 && !c.events) {
-                // The clock only every 64th empty poll (C's loop reads none on an empty poll): under
-                // emulation every read is a helper call in the emulator, on a vCPU rxe also needs.
+            if (got == 0 && !c.events && !deadline.emptyPollReadsClock()) {
                 continue;
             }
             now = System.nanoTime();
@@ -216,9 +212,6 @@ final class BwLoop implements CompletionHandler {
             }
         }
     }
-
-    /** Empty polls since the last completion (the clock is read on every 64th). */
-    private int emptyPolls;
 
     private void postSends() {
         if (batches != null) {

@@ -253,9 +253,6 @@ final class LatLoop implements CompletionHandler {
         return true;
     }
 
-    /** Empty polls since the last completion: the clock is read on every 64th. */
-    private int emptyPolls;
-
     private boolean pollOnce() {
         int got = cq.poll(this, 16);
         if (errStatus >= 0) {
@@ -264,13 +261,10 @@ final class LatLoop implements CompletionHandler {
                     + " after " + sendDone + " sends and " + recvDone + " receives");
         }
         if (got > 0) {
-            emptyPolls = 0;
             deadline.progress(System.nanoTime());
             return true;
         }
-        // The clock only every 64th empty poll (as awaitByte): C's loop polls without reading it,
-        // and under emulation each read is a helper call on the spinning vCPU.
-        if ((++emptyPolls & 63) != 0 && !c.events) {
+        if (!c.events && !deadline.emptyPollReadsClock()) {
             return true;
         }
         long now = System.nanoTime();
