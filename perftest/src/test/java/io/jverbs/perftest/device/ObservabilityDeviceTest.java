@@ -110,6 +110,17 @@ class ObservabilityDeviceTest {
         throw new AssertionError("no " + family + " for " + device);
     }
 
+    /** Scrapes the exporter once, appends its {@code rdma_hw_sent_pkts_total} for the device to {@code seen}, returns the body. */
+    private static String scrapeSentPackets(HttpClient http, URI uri, Pattern sent, TestDevice device, List<Long> seen)
+            throws Exception {
+        String body = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30)).build(),
+                HttpResponse.BodyHandlers.ofString()).body();
+        Matcher m = sent.matcher(body);
+        assertTrue(m.find(), "the scrape has rdma_hw_sent_pkts_total for " + device.name() + ":\n" + body);
+        seen.add((long) Double.parseDouble(m.group(1)));
+        return body;
+    }
+
     @Test
     void aScrapeDuringATransferShowsTheSeriesRising(TestDevice device) throws Exception {
         PrometheusRegistry registry = new PrometheusRegistry();
@@ -122,10 +133,7 @@ class ObservabilityDeviceTest {
             URI uri = URI.create("http://127.0.0.1:" + server.getPort() + "/metrics");
             Pattern sent = Pattern.compile("(?m)^rdma_hw_sent_pkts_total\\{device=\"" + device.name() + "\",port=\"1\"} (\\S+)$");
             // One scrape before the transfer starts, so the rise is seen however fast the transfer is.
-            Matcher first = sent.matcher(http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30)).build(),
-                    HttpResponse.BodyHandlers.ofString()).body());
-            assertTrue(first.find(), "the first scrape has rdma_hw_sent_pkts_total for " + device.name());
-            seen.add((long) Double.parseDouble(first.group(1)));
+            scrapeSentPackets(http, uri, sent, device, seen);
             CompletableFuture<JsonNode[]> transfer = CompletableFuture.supplyAsync(() -> {
                 try {
                     return writeBw(device, dir, "2000");
@@ -133,16 +141,13 @@ class ObservabilityDeviceTest {
                     throw new RuntimeException(e);
                 }
             });
-            while (!transfer.isDone() || seen.size() < 3) {
-                String body = http.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30)).build(),
-                        HttpResponse.BodyHandlers.ofString()).body();
-                Matcher m = sent.matcher(body);
-                assertTrue(m.find(), "the scrape has rdma_hw_sent_pkts_total for " + device.name() + ":\n" + body);
-                seen.add((long) Double.parseDouble(m.group(1)));
-                lastBody = body;
+            while (!transfer.isDone()) {
+                lastBody = scrapeSentPackets(http, uri, sent, device, seen);
                 Thread.sleep(300);
             }
             transfer.get();
+            // A scrape taken while the transfer ran can miss its end; one more after it has ended must see all of it.
+            lastBody = scrapeSentPackets(http, uri, sent, device, seen);
         }
         System.out.println("exporter: rdma_hw_sent_pkts_total{device=\"" + device.name() + "\"} over " + seen.size()
                 + " scrapes during write_bw: " + seen);
