@@ -39,6 +39,52 @@ public final class Compare {
     }
 
     /**
+     * CPU time of this JVM's threads by name, from {@code /proc/self/task/<tid>/stat} (utime +
+     * stime, in clock ticks of 10 ms), native threads (the JIT's compilers, GC) included, which
+     * {@code ThreadMXBean} does not list. The Java side of a comparison reads it before and after
+     * each run: on the guest's 2 vCPUs any thread of the JVM besides the measuring ones takes CPU
+     * from rxe's kernel work.
+     */
+    static Map<String, Long> threadTicks() {
+        Map<String, Long> ticks = new java.util.TreeMap<>();
+        try (var tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (Path t : tasks.toList()) {
+                try {
+                    String stat = Files.readString(t.resolve("stat"));
+                    int open = stat.indexOf('(');
+                    int close = stat.lastIndexOf(')');
+                    String name = stat.substring(open + 1, close).replaceAll("#?\\d+$", "").trim();
+                    String[] f = stat.substring(close + 2).split(" ");
+                    // after the name: state(0) ... utime(11) stime(12)
+                    ticks.merge(name, Long.parseLong(f[11]) + Long.parseLong(f[12]), Long::sum);
+                } catch (IOException | RuntimeException e) {
+                    // the thread ended between the listing and the read
+                }
+            }
+        } catch (IOException e) {
+            return Map.of();
+        }
+        return ticks;
+    }
+
+    /** The threads whose CPU time grew between two {@link #threadTicks()}, largest first, in ms. */
+    static String threadDelta(Map<String, Long> before, Map<String, Long> after) {
+        List<Map.Entry<String, Long>> grew = new ArrayList<>();
+        for (var e : after.entrySet()) {
+            long d = e.getValue() - before.getOrDefault(e.getKey(), 0L);
+            if (d > 0) {
+                grew.add(Map.entry(e.getKey(), d * 10));
+            }
+        }
+        grew.sort((a, b) -> Long.compare(b.getValue(), a.getValue()));
+        StringBuilder sb = new StringBuilder();
+        for (var e : grew) {
+            sb.append(sb.isEmpty() ? "" : ", ").append(e.getKey()).append(' ').append(e.getValue()).append(" ms");
+        }
+        return sb.isEmpty() ? "none" : sb.toString();
+    }
+
+    /**
      * Runs the comparison.
      *
      * @param args options and cases, see the class comment
@@ -277,8 +323,23 @@ public final class Compare {
             }
         });
         awaitListening(port, 60_000, sf);
-        String[] cr = runInProcess(client);
+        Thread measuring = Thread.currentThread();
+        @SuppressWarnings("unchecked")
+        Map<String, Long>[] loopTicks = new Map[2];
+        Run.measuredLoopProbe = starting -> {
+            if (Thread.currentThread() == measuring) {
+                loopTicks[starting ? 0 : 1] = threadTicks();
+            }
+        };
+        String[] cr;
+        try {
+            cr = runInProcess(client);
+        } finally {
+            Run.measuredLoopProbe = null;
+        }
         String[] sr = sf.get(TIMEOUT_S, TimeUnit.SECONDS);
+        System.out.println("    " + tag + " CPU of this JVM's threads during the client's measured loop: "
+                + (loopTicks[1] == null ? "not seen" : threadDelta(loopTicks[0], loopTicks[1])));
         if (!cr[0].equals("0") || !sr[0].equals("0")) {
             throw new IllegalStateException("jverbs-perftest " + tag + " failed: client exit " + cr[0] + ":\n" + cr[1]
                     + "\nserver exit " + sr[0] + ":\n" + sr[1]);

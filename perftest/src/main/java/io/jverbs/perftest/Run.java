@@ -16,6 +16,12 @@ import java.lang.management.ManagementFactory;
  * the bandwidth report exchange and the close.
  */
 final class Run {
+    /**
+     * The comparison harness's probe around each measured loop ({@link Compare}): called with
+     * true just before a loop starts and false just after it ends, on the measuring thread, outside
+     * the clock and the allocation count. Null (the default) outside the harness.
+     */
+    static volatile java.util.function.Consumer<Boolean> measuredLoopProbe;
     private static final com.sun.management.ThreadMXBean THREADS =
             (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     /** Larger cycle buffers than this from a peer are refused (C uses the page size: 4 KiB, 64 KiB on some arm64). */
@@ -296,10 +302,19 @@ final class Run {
     }
 
     private void measure(BwLoop loop) {
+        probe(true);
         long before = THREADS.getCurrentThreadAllocatedBytes();
         loop.run();
         long after = THREADS.getCurrentThreadAllocatedBytes();
+        probe(false);
         allocated = Math.max(allocated, 0) + (after - before);
+    }
+
+    private static void probe(boolean starting) {
+        java.util.function.Consumer<Boolean> p = measuredLoopProbe;
+        if (p != null) {
+            p.accept(starting);
+        }
     }
 
     private BwLoop.BwResult exchangeReport(BwLoop.BwResult mine) {
@@ -350,6 +365,7 @@ final class Run {
             if (c.verb == Verb.WRITE) {
                 loop.prelink();
             }
+            probe(true);
             long before = THREADS.getCurrentThreadAllocatedBytes();
             if (c.verb == Verb.WRITE) {
                 loop.runWrite();
@@ -359,6 +375,7 @@ final class Run {
                 loop.runReadOrAtomic();
             }
             long after = THREADS.getCurrentThreadAllocatedBytes();
+            probe(false);
             allocated = Math.max(allocated, 0) + (after - before);
             if (c.duration()) {
                 double window = (loop.windowEnd - loop.windowStart) / 1e3;
