@@ -107,7 +107,7 @@ final class Warmup implements CompletionHandler {
                 if (rounds < LOOP_ROUNDS) {
                     WARMED.remove(key); // a round failed: the next run tries again
                 }
-                settled = settleJit();
+                settled = settleJit(SETTLE_NS);
             }
             return new Outcome(n, last, rounds, settled, (System.nanoTime() - t0) / 1_000_000);
         } catch (RuntimeException e) {
@@ -206,22 +206,28 @@ final class Warmup implements CompletionHandler {
         }
     }
 
-    /** How long {@link #settleJit} waits at most for the compile queues to drain. */
+    /** How long the warm-up waits at most for the compile queues to drain. */
     static final long SETTLE_NS = 10_000_000_000L;
+    /**
+     * How long {@link Run} waits at most before each measured loop: well inside the peer's
+     * completion timeout (10 s by default), which covers this side's start.
+     */
+    static final long SETTLE_BEFORE_RUN_NS = 2_000_000_000L;
 
     /**
-     * Waits (at most {@link #SETTLE_NS}) until the JIT has nothing left to do: no compilation in
+     * Waits (at most {@code boundNs}) until the JIT has nothing left to do: no compilation in
      * progress and every compile queue empty, seen three times 30 ms apart (HotSpot's
      * {@code Compiler.queue} diagnostic command, as {@code jcmd PID Compiler.queue} prints it).
      * What the warm-up queued should be compiled before the clock starts: a C2 compilation takes
      * hundreds of milliseconds of the emulated guest's CPU. Where the diagnostic command is not
      * available, it falls back to the total compilation time not moving.
      *
+     * @param boundNs the longest wait
      * @return whether the JIT went quiet within the bound
      */
-    static boolean settleJit() {
+    static boolean settleJit(long boundNs) {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-        long end = System.nanoTime() + SETTLE_NS;
+        long end = System.nanoTime() + boundNs;
         long last = jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1;
         int quiet = 0;
         while (quiet < 3 && System.nanoTime() < end) {
