@@ -118,12 +118,18 @@ final class Warmup implements CompletionHandler {
         }
     }
 
-    /** The loop shapes this JVM has warmed: compiled code stays, a second run of the same shape skips the rounds. */
+    /**
+     * The loop shapes this JVM has warmed: compiled code stays, a second run of the same shape
+     * skips the rounds. The (warm-up) size is part of the shape: the bandwidth loop takes another
+     * branch for messages over half the cycle buffer (one address, no stepping), and a first run
+     * at 4 KiB after warming at 64 B trapped out of its compiled loop (393 ms of compilation
+     * inside the measured loop in compare-perftest).
+     */
     private static final Set<String> WARMED = ConcurrentHashMap.newKeySet();
 
     private static String loopKey(PerftestCommand c) {
         return c.kind + " " + c.verb + " cas=" + c.cas + " bidi=" + c.bidirectional + " list=" + (c.postList > 1)
-                + " events=" + c.events;
+                + " events=" + c.events + " size=" + Math.min(c.sizes[0], 4096);
     }
 
     /**
@@ -188,7 +194,7 @@ final class Warmup implements CompletionHandler {
                 } else {
                     boolean sender = !serverSide || c.bidirectional;
                     boolean receiver = send && (serverSide || c.bidirectional);
-                    BwLoop loop = new BwLoop(c, twin, size, sender, receiver, sender && !c.noPeak, false, ROUND_ITERS);
+                    BwLoop loop = new BwLoop(c, twin, size, sender, receiver, sender && !c.noPeak, false, bwRoundIters(c, r));
                     if (receiver) {
                         loop.prepostReceives();
                     }
@@ -204,6 +210,18 @@ final class Warmup implements CompletionHandler {
                 Thread.currentThread().interrupt();
             }
         }
+    }
+
+    /**
+     * Iterations of bandwidth round {@code r}: {@value #ROUND_ITERS}, and on every 16th round
+     * more than the send queue holds, so the loop also leaves its posting through a full window,
+     * as every real run does. Without those rounds C2 compiled that exit as never taken, and the
+     * first measured run of each case trapped out of the compiled loop into the interpreter
+     * ({@code -XX:+PrintCompilation}: BwLoop.postSends and QueuePair.write "made not entrant:
+     * uncommon trap" inside the loop) and recompiled it while measuring.
+     */
+    static int bwRoundIters(PerftestCommand c, int r) {
+        return r % 16 == 15 ? c.tx + ROUND_ITERS : ROUND_ITERS;
     }
 
     /** How long the warm-up waits at most for the compile queues to drain. */

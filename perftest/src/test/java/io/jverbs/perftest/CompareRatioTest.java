@@ -3,6 +3,7 @@ package io.jverbs.perftest;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The paired ratio of compare-perftest: the median of Java/C over back-to-back pairs, missing runs left out. */
@@ -30,5 +31,16 @@ class CompareRatioTest {
         assertEquals(0.75, Compare.pairedRatio(c, j, Compare.Sample::bw), 1e-9); // (0.5 + 1.0) / 2
         assertTrue(Double.isNaN(Compare.pairedRatio(new Compare.Sample[] {null}, new Compare.Sample[] {bw(1)},
                 Compare.Sample::bw)));
+    }
+
+    @Test
+    void aZeroOrInfiniteFigureIsNotAMeasurement() {
+        // C's table row after a failed clock calibration: " 65536 1000 0.00 0.00 0.000000"
+        Compare.Sample zero = Compare.parseC(true, " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
+                + " 65536      1000             0.00               0.00   \t\t   0.000000\n", java.nio.file.Path.of("/nonexistent.json"));
+        assertFalse(Compare.measured(true, zero), zero.toString());
+        assertTrue(Compare.measured(true, bw(70.7)));
+        assertFalse(Compare.measured(false, new Compare.Sample(0, 0, Double.POSITIVE_INFINITY, 0, -1)));
+        assertTrue(Compare.measured(false, new Compare.Sample(0, 0, 17.5, 71.4, -1)));
     }
 }
