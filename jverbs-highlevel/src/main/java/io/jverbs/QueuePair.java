@@ -233,7 +233,8 @@ public final class QueuePair extends QueueEndpoint {
                 ibv_qp_cap.max_send_sge(cap, 1);
                 ibv_qp_cap.max_recv_sge(cap, 1);
                 ibv_qp_cap.max_inline_data(cap, config.maxInlineData());
-                ibv_qp_init_attr.qp_type(attr, verbs_h.IBV_QPT_RC);
+                ibv_qp_init_attr.qp_type(attr, config.transport() == QueuePairConfig.Transport.UC ? verbs_h.IBV_QPT_UC
+                        : verbs_h.IBV_QPT_RC);
                 ibv_qp_init_attr.sq_sig_all(attr, 0);
                 qp = verbs_h.ibv_create_qp(pd.raw(), attr);
                 if (qp.address() == 0) {
@@ -343,8 +344,10 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     /**
-     * Connects to the peer's queue pair: RESET → INIT → RTR → RTS with every remote right enabled
-     * on the queue pair (each buffer still decides what it allows).
+     * Connects to the peer's queue pair: RESET → INIT → RTR → RTS with every remote right the
+     * transport has enabled on the queue pair (each buffer still decides what it allows): Write,
+     * Read and atomics on RC; Write on UC, whose RTR and RTS take no acknowledgement, retry or
+     * read-depth attributes.
      *
      * @param remote the peer's endpoint
      * @throws IllegalStateException when not PREPARED (connect twice, or closed)
@@ -357,13 +360,15 @@ public final class QueuePair extends QueueEndpoint {
             throw new IllegalStateException("queue pair " + number + " is " + state + ": connect works once, on a"
                     + " prepared queue pair");
         }
+        boolean rc = config.transport() == QueuePairConfig.Transport.RC;
         try {
             modify(attr -> {
                 ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_INIT);
                 ibv_qp_attr.pkey_index(attr, (short) 0);
                 ibv_qp_attr.port_num(attr, (byte) config.port());
-                ibv_qp_attr.qp_access_flags(attr, verbs_h.IBV_ACCESS_LOCAL_WRITE | verbs_h.IBV_ACCESS_REMOTE_WRITE
-                        | verbs_h.IBV_ACCESS_REMOTE_READ | verbs_h.IBV_ACCESS_REMOTE_ATOMIC);
+                ibv_qp_attr.qp_access_flags(attr, rc ? verbs_h.IBV_ACCESS_LOCAL_WRITE | verbs_h.IBV_ACCESS_REMOTE_WRITE
+                        | verbs_h.IBV_ACCESS_REMOTE_READ | verbs_h.IBV_ACCESS_REMOTE_ATOMIC
+                        : verbs_h.IBV_ACCESS_LOCAL_WRITE | verbs_h.IBV_ACCESS_REMOTE_WRITE);
             }, verbs_h.IBV_QP_STATE | verbs_h.IBV_QP_PKEY_INDEX | verbs_h.IBV_QP_PORT | verbs_h.IBV_QP_ACCESS_FLAGS);
             modify(attr -> {
                 ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RTR);
@@ -383,7 +388,8 @@ public final class QueuePair extends QueueEndpoint {
                     ibv_global_route.hop_limit(grh, (byte) 64);
                 }
             }, verbs_h.IBV_QP_STATE | verbs_h.IBV_QP_AV | verbs_h.IBV_QP_PATH_MTU | verbs_h.IBV_QP_DEST_QPN
-                    | verbs_h.IBV_QP_RQ_PSN | verbs_h.IBV_QP_MAX_DEST_RD_ATOMIC | verbs_h.IBV_QP_MIN_RNR_TIMER);
+                    | verbs_h.IBV_QP_RQ_PSN
+                    | (rc ? verbs_h.IBV_QP_MAX_DEST_RD_ATOMIC | verbs_h.IBV_QP_MIN_RNR_TIMER : 0));
             modify(attr -> {
                 ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RTS);
                 ibv_qp_attr.timeout(attr, (byte) config.timeout());
@@ -391,8 +397,9 @@ public final class QueuePair extends QueueEndpoint {
                 ibv_qp_attr.rnr_retry(attr, (byte) config.rnrRetry());
                 ibv_qp_attr.sq_psn(attr, psn);
                 ibv_qp_attr.max_rd_atomic(attr, (byte) config.maxRdAtomic());
-            }, verbs_h.IBV_QP_STATE | verbs_h.IBV_QP_TIMEOUT | verbs_h.IBV_QP_RETRY_CNT | verbs_h.IBV_QP_RNR_RETRY
-                    | verbs_h.IBV_QP_SQ_PSN | verbs_h.IBV_QP_MAX_QP_RD_ATOMIC);
+            }, verbs_h.IBV_QP_STATE | verbs_h.IBV_QP_SQ_PSN
+                    | (rc ? verbs_h.IBV_QP_TIMEOUT | verbs_h.IBV_QP_RETRY_CNT | verbs_h.IBV_QP_RNR_RETRY
+                          | verbs_h.IBV_QP_MAX_QP_RD_ATOMIC : 0));
         } catch (RuntimeException e) {
             try {
                 modify(attr -> ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RESET), verbs_h.IBV_QP_STATE);
@@ -521,9 +528,11 @@ public final class QueuePair extends QueueEndpoint {
      * @throws IllegalStateException     when not connected, in error, or closed
      * @throws WrongThreadException     when the queue pair is confined to another thread
      * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     * @throws UnsupportedOperationException when the queue pair is UC ({@link QueuePairConfig.Transport}): RC only
      */
     public int read(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
                     long remoteOffset, boolean signaled) {
+        requireReliable("RDMA Read");
         return postSend(userId(wrId), verbs_h.IBV_WR_RDMA_READ, local, localOffset, length, remote, remoteOffset, 0, 0,
                 0, signaled, "RDMA Read");
     }
@@ -583,9 +592,11 @@ public final class QueuePair extends QueueEndpoint {
      * @throws IllegalStateException     when not connected, in error, or closed
      * @throws WrongThreadException     when the queue pair is confined to another thread
      * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     * @throws UnsupportedOperationException when the queue pair is UC ({@link QueuePairConfig.Transport}): RC only
      */
     public int compareAndSwap(long wrId, RegisteredBuffer local, long localOffset, RemoteBuffer remote,
                               long remoteOffset, long compare, long swap, boolean signaled) {
+        requireReliable("compare-and-swap");
         return postSend(userId(wrId), verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP, local, localOffset, 8, remote, remoteOffset, 0,
                 compare, swap, signaled, "compare-and-swap");
     }
@@ -605,9 +616,11 @@ public final class QueuePair extends QueueEndpoint {
      * @throws IllegalStateException     when not connected, in error, or closed
      * @throws WrongThreadException     when the queue pair is confined to another thread
      * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     * @throws UnsupportedOperationException when the queue pair is UC ({@link QueuePairConfig.Transport}): RC only
      */
     public int fetchAndAdd(long wrId, RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset,
                            long add, boolean signaled) {
+        requireReliable("fetch-and-add");
         return postSend(userId(wrId), verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD, local, localOffset, 8, remote, remoteOffset,
                 0, add, 0, signaled, "fetch-and-add");
     }
@@ -785,9 +798,11 @@ public final class QueuePair extends QueueEndpoint {
      * @return the future
      * @throws IllegalStateException when not connected, in error, or closed
      * @throws WrongThreadException when the queue pair is confined to another thread
+     * @throws UnsupportedOperationException when the queue pair is UC ({@link QueuePairConfig.Transport}): RC only
      */
     public CompletableFuture<WorkResult> readAsync(RegisteredBuffer local, long localOffset, int length,
                                                    RemoteBuffer remote, long remoteOffset) {
+        requireReliable("RDMA Read");
         return async("RDMA Read", id -> postSend(id, verbs_h.IBV_WR_RDMA_READ, local, localOffset, length, remote,
                 remoteOffset, 0, 0, 0, true, "RDMA Read"));
     }
@@ -849,10 +864,12 @@ public final class QueuePair extends QueueEndpoint {
      * @return the future
      * @throws IllegalStateException when not connected, in error, or closed
      * @throws WrongThreadException when the queue pair is confined to another thread
+     * @throws UnsupportedOperationException when the queue pair is UC ({@link QueuePairConfig.Transport}): RC only
      */
     public CompletableFuture<WorkResult> compareAndSwapAsync(RegisteredBuffer local, long localOffset,
                                                              RemoteBuffer remote, long remoteOffset, long compare,
                                                              long swap) {
+        requireReliable("compare-and-swap");
         return async("compare-and-swap", id -> postSend(id, verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP, local, localOffset, 8,
                 remote, remoteOffset, 0, compare, swap, true, "compare-and-swap"));
     }
@@ -868,9 +885,11 @@ public final class QueuePair extends QueueEndpoint {
      * @return the future
      * @throws IllegalStateException when not connected, in error, or closed
      * @throws WrongThreadException when the queue pair is confined to another thread
+     * @throws UnsupportedOperationException when the queue pair is UC ({@link QueuePairConfig.Transport}): RC only
      */
     public CompletableFuture<WorkResult> fetchAndAddAsync(RegisteredBuffer local, long localOffset, RemoteBuffer remote,
                                                           long remoteOffset, long add) {
+        requireReliable("fetch-and-add");
         return async("fetch-and-add", id -> postSend(id, verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD, local, localOffset, 8,
                 remote, remoteOffset, 0, add, 0, true, "fetch-and-add"));
     }
@@ -985,6 +1004,17 @@ public final class QueuePair extends QueueEndpoint {
         }
         unsignaledRun = signal ? 0 : unsignaledRun + 1;
         return OK;
+    }
+
+    /**
+     * Read and atomics need a reliable transport: on UC the verbs would accept the post and the
+     * device fail it, so jverbs refuses it before anything is posted.
+     */
+    void requireReliable(String what) {
+        if (config.transport() != QueuePairConfig.Transport.RC) {
+            throw new UnsupportedOperationException(what + " needs an RC queue pair; queue pair " + number
+                    + " is " + config.transport() + " (Write and Send only)");
+        }
     }
 
     private static boolean isAtomic(int opcode) {

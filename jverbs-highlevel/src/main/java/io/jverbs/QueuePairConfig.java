@@ -3,8 +3,9 @@ package io.jverbs;
 import java.util.Objects;
 
 /**
- * How a reliable-connected queue pair is made and connected. Start from {@link #rc} and adjust
- * with the {@code with…} methods; the defaults suit ConnectX and Soft-RoCE alike.
+ * How a connected queue pair is made and connected: reliable ({@link #rc}, the usual choice) or
+ * unreliable ({@link #uc}). Start from one of the two and adjust with the {@code with…} methods;
+ * the defaults suit ConnectX and Soft-RoCE alike.
  *
  * @param sendQueue     completion queue of send-side work (writes, reads, sends, atomics)
  * @param receiveQueue  completion queue of receives (may be the same queue)
@@ -25,10 +26,29 @@ import java.util.Objects;
  *                      (others get {@link WrongThreadException}), like a confined
  *                      {@link java.lang.foreign.Arena}, and in exchange a post takes no lock. Its
  *                      completions may still be polled on any thread.
+ * @param transport     {@link Transport#RC} (default) or {@link Transport#UC}; a UC queue pair does
+ *                      RDMA Write and Send only (Read and atomics are refused before posting), and
+ *                      ignores {@code timeout}, {@code retryCount}, {@code rnrRetry} and
+ *                      {@code maxRdAtomic}
  */
 public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receiveQueue, int maxSendWr, int maxRecvWr,
                               int maxInlineData, int port, int gidIndex, int signalEvery, int timeout, int retryCount,
-                              int rnrRetry, int maxRdAtomic, boolean confined) {
+                              int rnrRetry, int maxRdAtomic, boolean confined, Transport transport) {
+    /** The connected transports: the verbs' {@code IBV_QPT_RC} and {@code IBV_QPT_UC}. */
+    public enum Transport {
+        /**
+         * Reliable connected: acknowledged, retried, in order; every operation (Write, Read, Send,
+         * atomics). A lost packet is resent; a peer that stops answering ends in RETRY_EXC_ERR.
+         */
+        RC,
+        /**
+         * Unreliable connected: RDMA Write and Send, no acknowledgements and no retries. A message
+         * lost on the wire, or a Send that finds no receive posted, is dropped without an error on
+         * either side; a send completion only says the message left.
+         */
+        UC
+    }
+
     /**
      * Validates.
      *
@@ -38,6 +58,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
     public QueuePairConfig {
         Objects.requireNonNull(sendQueue, "sendQueue");
         Objects.requireNonNull(receiveQueue, "receiveQueue");
+        Objects.requireNonNull(transport, "transport");
         check(maxSendWr >= 1, "maxSendWr >= 1");
         check(maxRecvWr >= 1, "maxRecvWr >= 1");
         check(maxInlineData >= 0, "maxInlineData >= 0");
@@ -63,7 +84,30 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @return the config
      */
     public static QueuePairConfig rc(CompletionQueue cq) {
-        return new QueuePairConfig(cq, cq, 128, 128, 64, 1, -1, 16, 14, 7, 7, 1, false);
+        return new QueuePairConfig(cq, cq, 128, 128, 64, 1, -1, 16, 14, 7, 7, 1, false, Transport.RC);
+    }
+
+    /**
+     * An unreliable-connected queue pair's defaults ({@link Transport#UC}), both directions on one
+     * completion queue: as {@link #rc}, for RDMA Write and Send only.
+     *
+     * @param cq the completion queue
+     * @return the config
+     */
+    public static QueuePairConfig uc(CompletionQueue cq) {
+        return rc(cq).withTransport(Transport.UC);
+    }
+
+    /**
+     * Returns a copy with another transport.
+     *
+     * @param transport RC or UC
+     * @return the copy
+     * @throws NullPointerException when {@code transport} is null
+     */
+    public QueuePairConfig withTransport(Transport transport) {
+        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
+                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport);
     }
 
     /**
@@ -75,7 +119,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withDepth(int send, int receive) {
         return new QueuePairConfig(sendQueue, receiveQueue, send, receive, maxInlineData, port, gidIndex,
-                Math.min(signalEvery, send), timeout, retryCount, rnrRetry, maxRdAtomic, confined);
+                Math.min(signalEvery, send), timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport);
     }
 
     /**
@@ -86,7 +130,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withMaxInlineData(int bytes) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, bytes, port, gidIndex, signalEvery,
-                timeout, retryCount, rnrRetry, maxRdAtomic, confined);
+                timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport);
     }
 
     /**
@@ -97,7 +141,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withGidIndex(int index) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, index,
-                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined);
+                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport);
     }
 
     /**
@@ -110,7 +154,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withRetry(int ackTimeout, int retries) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, ackTimeout, retries, rnrRetry, maxRdAtomic, confined);
+                signalEvery, ackTimeout, retries, rnrRetry, maxRdAtomic, confined, transport);
     }
 
     /**
@@ -121,7 +165,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withSignalEvery(int every) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex, every,
-                timeout, retryCount, rnrRetry, maxRdAtomic, confined);
+                timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport);
     }
 
     /**
@@ -134,6 +178,6 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withConfined(boolean confined) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined);
+                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport);
     }
 }

@@ -101,9 +101,11 @@ public final class WorkBatch {
      * @return this batch
      * @throws IllegalStateException     when the batch is full or a buffer is closed
      * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     * @throws UnsupportedOperationException when the queue pair is UC (Read needs RC)
      */
     public WorkBatch read(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
                           long remoteOffset, boolean wantSignal) {
+        qp.requireReliable("RDMA Read");
         return add(wrId, verbs_h.IBV_WR_RDMA_READ, local, localOffset, length, remote, remoteOffset, wantSignal);
     }
 

@@ -5,6 +5,7 @@ import io.jverbs.CompletionFailedException;
 import io.jverbs.Context;
 import io.jverbs.Gid;
 import io.jverbs.QueuePair;
+import io.jverbs.QueuePairConfig;
 import io.jverbs.Rdma;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
@@ -12,6 +13,7 @@ import io.jverbs.WcStatus;
 import io.jverbs.WorkResult;
 import io.jverbs.ibverbs.device.DeviceTest;
 import io.jverbs.ibverbs.device.TestDevice;
+import io.jverbs.ibverbs.raw.ibv_qp;
 import io.jverbs.ibverbs.raw.verbs_h;
 import org.junit.jupiter.api.Test;
 
@@ -167,6 +169,55 @@ class TransferTest {
             assertTrue(received.get(2).hasImmediate() && received.get(2).immediate() == 0xBEEF, received.get(2).toString());
             assertEquals(verbs_h.IBV_WC_RECV_RDMA_WITH_IMM, received.get(2).opcode());
             assertArrayEquals(msg, lb.server.buffer.segment().asSlice(3000, msg.length).toArray(ValueLayout.JAVA_BYTE));
+        }
+    }
+
+    /**
+     * Unreliable connected queue pairs: Write, Write with immediate and Send arrive byte for byte;
+     * Read and atomics are refused before anything is posted, and the queue pair stays usable.
+     */
+    @Test
+    void unreliableConnectedWriteAndSend(TestDevice device) throws Exception {
+        try (Loopback lb = new Loopback(device, 8192, c -> c.withTransport(QueuePairConfig.Transport.UC), false)) {
+            assertEquals(QueuePairConfig.Transport.UC, lb.client.qp.config().transport());
+            assertEquals(verbs_h.IBV_QPT_UC, ibv_qp.qp_type(lb.client.qp.handle().reinterpret(ibv_qp.sizeof())),
+                    "the device made a UC queue pair");
+            byte[] msg = ("UC on " + device.name()).getBytes(StandardCharsets.US_ASCII);
+            byte[] big = new byte[3000]; // three packets at rxe's 1024-byte MTU
+            for (int i = 0; i < big.length; i++) {
+                big[i] = (byte) (i * 13 + 1);
+            }
+            lb.client.buffer.segment().asSlice(0, msg.length).copyFrom(java.lang.foreign.MemorySegment.ofArray(msg));
+            lb.client.buffer.segment().asSlice(4096, big.length).copyFrom(java.lang.foreign.MemorySegment.ofArray(big));
+            assertEquals(QueuePair.OK, lb.server.qp.receive(5, lb.server.buffer, 0, 512));
+            assertEquals(QueuePair.OK, lb.server.qp.receive(6, lb.server.buffer, 512, 512));
+            RemoteBuffer remote = lb.serverRemote();
+            assertEquals(QueuePair.OK, lb.client.qp.write(1, lb.client.buffer, 4096, big.length, remote, 4096, true));
+            assertEquals(QueuePair.OK, lb.client.qp.send(2, lb.client.buffer, 0, msg.length, true));
+            assertEquals(QueuePair.OK, lb.client.qp.writeWithImmediate(3, lb.client.buffer, 0, msg.length, remote, 3000,
+                    0x5543, true));
+            List<Polling.Seen> sent = Polling.await(lb.client.cq, 3, T);
+            sent.forEach(s -> assertEquals("SUCCESS", s.statusName(), s.toString()));
+            List<Polling.Seen> received = Polling.await(lb.server.cq, 2, T);
+            assertEquals(List.of(5L, 6L), received.stream().map(Polling.Seen::wrId).toList(), "receives in order");
+            assertEquals(msg.length, received.get(0).byteLength());
+            assertTrue(received.get(1).hasImmediate() && received.get(1).immediate() == 0x5543, received.get(1).toString());
+            assertArrayEquals(msg, lb.server.buffer.segment().asSlice(0, msg.length).toArray(ValueLayout.JAVA_BYTE));
+            assertArrayEquals(msg, lb.server.buffer.segment().asSlice(3000, msg.length).toArray(ValueLayout.JAVA_BYTE));
+            assertArrayEquals(big, lb.server.buffer.segment().asSlice(4096, big.length).toArray(ValueLayout.JAVA_BYTE),
+                    "a three-packet UC write arrived whole");
+            UnsupportedOperationException read = assertThrows(UnsupportedOperationException.class,
+                    () -> lb.client.qp.read(4, lb.client.buffer, 0, 8, remote, 0, true));
+            assertTrue(read.getMessage().contains("RDMA Read needs an RC queue pair"), read.getMessage());
+            assertThrows(UnsupportedOperationException.class,
+                    () -> lb.client.qp.fetchAndAddAsync(lb.client.buffer, 0, remote, 0, 1));
+            assertThrows(UnsupportedOperationException.class,
+                    () -> lb.client.qp.newBatch(2).read(4, lb.client.buffer, 0, 8, remote, 0, true));
+            assertEquals(QueuePair.State.CONNECTED, lb.client.qp.state(), "a refused Read leaves the queue pair usable");
+            assertEquals(QueuePair.OK, lb.client.qp.write(5, lb.client.buffer, 0, msg.length, remote, 6000, true));
+            assertEquals("SUCCESS", Polling.await(lb.client.cq, 1, T).get(0).statusName());
+            System.out.println("uc: write 3000 B, send, write-with-immediate arrived on " + device.name()
+                    + "; read and atomics refused before posting");
         }
     }
 

@@ -38,7 +38,7 @@ final class Outputs {
         info.put("role", c.isServer() ? "server" : "client");
         info.put("Device", s.context.name());
         info.put("Number_of_qps", s.qps.length);
-        info.put("Connection_type", "RC");
+        info.put("Connection_type", c.connection);
         info.put("TX_depth", c.tx);
         if (c.verb == Verb.SEND) {
             info.put("RX_depth", c.rx);

@@ -61,7 +61,7 @@ final class PerftestCommand implements Callable<Integer> {
     boolean bidirectional;
     @Option(names = {"-p", "--port"}, paramLabel = "<port>", description = "TCP port of the handshake (default 18515)")
     int tcpPort = 18515;
-    @Option(names = {"-c", "--connection"}, paramLabel = "<type>", description = "connection type (RC only)")
+    @Option(names = {"-c", "--connection"}, paramLabel = "<type>", description = "connection type: RC (default) or UC (write and send tests)")
     String connection = "RC";
     @Option(names = {"-m", "--mtu"}, paramLabel = "<mtu>", description = "MTU 256..4096 (default: the port's active MTU)")
     Integer mtu;
@@ -144,7 +144,7 @@ final class PerftestCommand implements Callable<Integer> {
             return inline;
         }
         return switch (verb) {
-            case WRITE -> 220; // jverbs-perftest runs RC only (-c UC/UD are refused)
+            case WRITE -> 220; // RC and UC alike (-c UD is refused)
             case SEND -> 236;
             default -> 0;
         };
@@ -206,12 +206,14 @@ final class PerftestCommand implements Callable<Integer> {
                 + " writes, reads and sends only");
         switch (connection) {
             case "RC" -> { }
-            case "UC" -> refuse(true, verb == Verb.READ || verb == Verb.ATOMIC
-                    ? "UC connection not possible in READ/ATOMIC verbs" : rdmaCm ? "UC is not supported in librdmacm" : "-c UC is not supported: jverbs-highlevel makes RC queue pairs only");
+            case "UC" -> {
+                refuse(verb == Verb.READ || verb == Verb.ATOMIC, "UC connection not possible in READ/ATOMIC verbs");
+                refuse(rdmaCm, "UC is not supported in librdmacm");
+            }
             case "UD" -> refuse(true, verb != Verb.SEND ? "UD connection only possible in SEND verb"
-                    : "-c UD is not supported: jverbs-highlevel makes RC queue pairs only");
+                    : "-c UD is not supported: jverbs-perftest makes RC and UC queue pairs only");
             case "XRC", "DC", "SRD", "RawEth" -> refuse(true, "-c " + connection
-                    + " is not supported: jverbs-highlevel makes RC queue pairs only");
+                    + " is not supported: jverbs-perftest makes RC and UC queue pairs only");
             default -> refuse(true, "Invalid Connection type. Please choose from {RC,UC,UD,XRC,DC,SRD}");
         }
         refuse(qps < 1 || qps > 16384, "num of Qps must be 1..16384");

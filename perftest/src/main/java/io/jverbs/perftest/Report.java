@@ -39,7 +39,7 @@ final class Report {
         }
         p(" Dual-port       : %s\t\tDevice         : %s\n", "OFF", s.context.name());
         p(" Number of qps   : %d\t\tTransport type : %s\n", s.qps.length, "IB");
-        p(" Connection type : %s\t\tUsing SRQ      : %s\n", "RC", "OFF");
+        p(" Connection type : %s\t\tUsing SRQ      : %s\n", c.connection, "OFF");
         p(" PCIe relax order: %s\n", "OFF");
         p(" ibv_wr* API     : %s\n", "OFF");
         if (!c.isServer() || c.bidirectional) {

@@ -111,7 +111,8 @@ final class Session implements AutoCloseable {
     /** A data queue pair's configuration on {@link #cq}, from the command line (depths, inline, port, GID, moderation). */
     private QueuePairConfig queuePairConfig() {
         return new QueuePairConfig(cq, cq, c.tx, c.verb == Verb.SEND ? c.rx : 1, inline, c.ibPort,
-                gid != null ? gid.index() : -1, c.cqModResolved, c.qpTimeout, 7, 7, outReads, false);
+                gid != null ? gid.index() : -1, c.cqModResolved, c.qpTimeout, 7, 7, outReads, false,
+                c.connection.equals("UC") ? QueuePairConfig.Transport.UC : QueuePairConfig.Transport.RC);
     }
 
     /**

@@ -7,6 +7,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Pattern;
 import java.util.concurrent.CompletableFuture;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -25,10 +26,31 @@ class CInteropTest {
         "read_lat, C, Java", "send_lat, C, Java", "atomic_lat, C, Java", "send_lat, Java, C",
     })
     void interoperates(String test, String server, String client, TestDevice device) throws Exception {
+        withCalibrationRetries(test, server, device, List.of());
+    }
+
+    /**
+     * Unreliable connected queue pairs ({@code -c UC}): Write and Send, each side as server and as
+     * client. Both headers must say UC. The counts are small enough (100 bw, 50 lat) that every
+     * receive a Send needs is posted before the run, so UC's silent drops cannot happen here.
+     */
+    @ParameterizedTest(name = "{0} -c UC: {1} server, {2} client")
+    @CsvSource({
+        "write_bw, C, Java", "write_bw, Java, C",
+        "write_lat, C, Java", "write_lat, Java, C",
+        "send_bw, C, Java", "send_bw, Java, C",
+        "send_lat, C, Java", "send_lat, Java, C",
+    })
+    void interoperatesOverUc(String test, String server, String client, TestDevice device) throws Exception {
+        withCalibrationRetries(test, server, device, List.of("-c", "UC"));
+    }
+
+    private void withCalibrationRetries(String test, String server, TestDevice device, List<String> extra)
+            throws Exception {
         AssertionError last = null;
         for (int attempt = 1; attempt <= 3; attempt++) {
             try {
-                once(test, server.equals("C"), device);
+                once(test, server.equals("C"), device, extra);
                 return;
             } catch (CalibrationFailed e) {
                 System.out.println("C perftest's clock calibration failed under emulation; retry " + attempt + ": " + e.getMessage());
@@ -46,10 +68,11 @@ class CInteropTest {
         }
     }
 
-    private void once(String test, boolean cServer, TestDevice device) throws Exception {
+    private void once(String test, boolean cServer, TestDevice device, List<String> extra) throws Exception {
         int port = Perf.freePort();
         List<String> args = new ArrayList<>(Perf.deviceArgs(device));
         args.addAll(JavaToJavaTest.sizeArgs(test));
+        args.addAll(extra);
         args.addAll(List.of("-p", Integer.toString(port)));
         List<String> cArgs = new ArrayList<>(args);
         cArgs.add("-F");
@@ -96,6 +119,11 @@ class CInteropTest {
         boolean cMeasures = cServer ? !(test.equals("read_lat") || test.equals("atomic_lat")) : true;
         if (cMeasures) {
             assertTrue(JavaToJavaTest.row(test).matcher(c.out()).find(), tool + " prints its row" + both);
+        }
+        if (extra.contains("UC")) {
+            Pattern uc = Pattern.compile("Connection type : UC");
+            assertTrue(uc.matcher(c.out()).find(), tool + " ran UC" + both);
+            assertTrue(uc.matcher(java.out()).find(), "jverbs-perftest ran UC" + both);
         }
     }
 }
