@@ -3,6 +3,7 @@ package io.jverbs.perftest;
 import io.jverbs.Completion;
 import io.jverbs.CompletionHandler;
 import io.jverbs.CompletionQueue;
+import io.jverbs.DatagramQueuePair;
 import io.jverbs.QueuePair;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
@@ -22,6 +23,10 @@ final class BwLoop implements CompletionHandler {
     private final Session s;
     private final CompletionQueue cq;
     private final QueuePair[] qps;
+    /** {@code -c UD}: the datagram queue pairs and their peers' address handles (then {@link #qps} is empty); else null. */
+    private final DatagramQueuePair[] uds;
+    private final DatagramQueuePair.Destination[] dests;
+    private final int receiveLength;
     private final RemoteBuffer[] remote;
     private final RegisteredBuffer buf;
     private final int n;
@@ -75,9 +80,12 @@ final class BwLoop implements CompletionHandler {
         this.s = s;
         this.cq = s.cq;
         this.qps = s.qps;
+        this.uds = s.datagrams;
+        this.dests = s.destinations;
+        this.receiveLength = s.receiveLength(size);
         this.remote = s.remote;
         this.buf = s.buffer;
-        this.n = qps.length;
+        this.n = s.count();
         this.sender = sender;
         this.receiver = receiver;
         this.size = size;
@@ -131,10 +139,10 @@ final class BwLoop implements CompletionHandler {
     }
 
     private void repost(int q) {
-        QueuePair qp = qps[q];
         long off = s.targetOffset(q);
         while (recvPosted[q] < target && recvPosted[q] - recvDone[q] < c.rx) {
-            if (qp.receive(q, buf, off, size) != QueuePair.OK) {
+            int rc = uds != null ? uds[q].receive(q, buf, off, receiveLength) : qps[q].receive(q, buf, off, size);
+            if (rc != QueuePair.OK) {
                 break;
             }
             recvPosted[q]++;
@@ -218,6 +226,10 @@ final class BwLoop implements CompletionHandler {
             postLists();
             return;
         }
+        if (uds != null) {
+            postDatagrams();
+            return;
+        }
         for (int q = 0; q < n; q++) {
             QueuePair qp = qps[q];
             long src = s.sourceOffset(q);
@@ -239,6 +251,34 @@ final class BwLoop implements CompletionHandler {
                         : c.cas ? qp.compareAndSwap(wrId, buf, src + off, remote[q], off, 0, 0, signaled)
                         : qp.fetchAndAdd(wrId, buf, src + off, remote[q], off, 1, signaled);
                 if (rc != QueuePair.OK) {
+                    break;
+                }
+                if (tposted != null && totalPosted < tposted.length) {
+                    tposted[(int) totalPosted] = t;
+                }
+                posted[q] = seq;
+                totalPosted++;
+            }
+        }
+    }
+
+    /**
+     * {@code -c UD}: sends on the datagram queue pairs, as {@link #postSends} does on connected
+     * ones. Every datagram send is signaled (a completion per send, whatever {@code -Q} says).
+     */
+    private void postDatagrams() {
+        for (int q = 0; q < n; q++) {
+            DatagramQueuePair ud = uds[q];
+            DatagramQueuePair.Destination to = dests[q];
+            long src = s.sourceOffset(q);
+            while (posted[q] < target && posted[q] - completedSeq[q] < c.tx) {
+                long seq = posted[q] + 1;
+                long off = inc == 0 ? 0 : ((seq - 1) % steps) * inc;
+                long t = tposted != null || timed ? System.nanoTime() : 0;
+                if (timed && t >= endNs) {
+                    return;
+                }
+                if (ud.send((seq << 16) | q, to, buf, src + off, size) != QueuePair.OK) {
                     break;
                 }
                 if (tposted != null && totalPosted < tposted.length) {

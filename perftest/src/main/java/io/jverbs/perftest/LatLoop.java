@@ -3,6 +3,7 @@ package io.jverbs.perftest;
 import io.jverbs.Completion;
 import io.jverbs.CompletionHandler;
 import io.jverbs.CompletionQueue;
+import io.jverbs.DatagramQueuePair;
 import io.jverbs.QueuePair;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
@@ -28,6 +29,9 @@ final class LatLoop implements CompletionHandler {
     private final Session s;
     private final CompletionQueue cq;
     private final QueuePair qp;
+    /** {@code -c UD} (send_lat): the datagram queue pair and its peer's address handle ({@link #qp} is then null). */
+    private final DatagramQueuePair ud;
+    private final DatagramQueuePair.Destination to;
     private final RegisteredBuffer buf;
     private final MemorySegment mem;
     private final RemoteBuffer remote;
@@ -58,7 +62,9 @@ final class LatLoop implements CompletionHandler {
         this.c = c;
         this.s = s;
         this.cq = s.cq;
-        this.qp = s.qps[0];
+        this.qp = s.qps.length > 0 ? s.qps[0] : null;
+        this.ud = s.datagrams != null ? s.datagrams[0] : null;
+        this.to = s.destinations != null ? s.destinations[0] : null;
         this.buf = s.buffer;
         this.mem = s.memory;
         this.remote = s.remote[0];
@@ -87,7 +93,7 @@ final class LatLoop implements CompletionHandler {
     void prepostReceives() {
         long goal = timed ? Long.MAX_VALUE : iters;
         while (recvPosted < Math.min(goal, c.rx)) {
-            if (qp.receive(0, buf, s.targetOffset(0), size) != QueuePair.OK) {
+            if (receive() != QueuePair.OK) {
                 break;
             }
             recvPosted++;
@@ -109,20 +115,43 @@ final class LatLoop implements CompletionHandler {
     }
 
     private long lastPost;
+    /** Posts stamped so far. */
+    private int stamped;
 
-    /** Stamps post {@code k} (0-based) and records the gap to the previous post. */
+    /**
+     * Stamps post {@code k} (0-based). In iteration mode that is one store, as C's loop does
+     * ({@code tstamp[scnt] = get_cycles()}); the histogram is filled from the stamps after the
+     * loop ({@link #recordHistogram}). In duration mode, where the stamps are not kept, the gap to
+     * the previous post goes into the histogram here.
+     */
     private void stamp(long k, long now) {
         if (tposted != null) {
             tposted[(int) k] = now;
+            stamped = (int) k + 1;
+            return;
         }
         if (k > 0) {
-            long gap = (now - lastPost) / c.verb.rttFactor();
-            histogram.recordValue(Math.min(Math.max(gap, 0), HIST_MAX_NS));
-            if (timed && now >= windowStart && now < windowEnd) {
+            record(now - lastPost);
+            if (now >= windowStart && now < windowEnd) {
                 windowCount++;
             }
         }
         lastPost = now;
+    }
+
+    private void record(long postToPost) {
+        long gap = postToPost / c.verb.rttFactor();
+        histogram.recordValue(Math.min(Math.max(gap, 0), HIST_MAX_NS));
+    }
+
+    /**
+     * After an iteration-mode loop: each post-to-post gap, divided as C divides it, into the
+     * histogram (in duration mode the loop recorded them already).
+     */
+    void recordHistogram() {
+        for (int k = 1; k < stamped; k++) {
+            record(tposted[k] - tposted[k - 1]);
+        }
     }
 
     /** RDMA Write ping-pong: each side waits for the peer's k-th write (its last byte = k), then writes k. */
@@ -187,7 +216,7 @@ final class LatLoop implements CompletionHandler {
                     break;
                 }
                 while (recvPosted < goal && recvPosted - recvDone < c.rx) {
-                    if (qp.receive(0, buf, s.targetOffset(0), size) != QueuePair.OK) {
+                    if (receive() != QueuePair.OK) {
                         break;
                     }
                     recvPosted++;
@@ -200,12 +229,19 @@ final class LatLoop implements CompletionHandler {
                 }
                 stamp(scnt, now);
                 scnt++;
-                post(qp.send(scnt, buf, s.sourceOffset(0), size, true));
+                post(ud != null ? ud.send(scnt, to, buf, s.sourceOffset(0), size)
+                                : qp.send(scnt, buf, s.sourceOffset(0), size, true));
                 if (!awaitSends(scnt)) {
                     break;
                 }
             }
         }
+    }
+
+    /** One receive into this side's target slot (a datagram's also takes its 40-byte routing header). */
+    private int receive() {
+        return ud != null ? ud.receive(0, buf, s.targetOffset(0), size + DatagramQueuePair.GRH_BYTES)
+                          : qp.receive(0, buf, s.targetOffset(0), size);
     }
 
     /** Read or atomic latency (client only): one operation in flight at a time. */

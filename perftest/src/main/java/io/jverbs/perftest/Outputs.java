@@ -37,7 +37,7 @@ final class Outputs {
         info.put("implementation", "jverbs-perftest");
         info.put("role", c.isServer() ? "server" : "client");
         info.put("Device", s.context.name());
-        info.put("Number_of_qps", s.qps.length);
+        info.put("Number_of_qps", s.count());
         info.put("Connection_type", c.connection);
         info.put("TX_depth", c.tx);
         if (c.verb == Verb.SEND) {

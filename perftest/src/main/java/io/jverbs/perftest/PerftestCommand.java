@@ -61,7 +61,7 @@ final class PerftestCommand implements Callable<Integer> {
     boolean bidirectional;
     @Option(names = {"-p", "--port"}, paramLabel = "<port>", description = "TCP port of the handshake (default 18515)")
     int tcpPort = 18515;
-    @Option(names = {"-c", "--connection"}, paramLabel = "<type>", description = "connection type: RC (default) or UC (write and send tests)")
+    @Option(names = {"-c", "--connection"}, paramLabel = "<type>", description = "connection type: RC (default), UC (write and send tests) or UD (send tests; a message is at most the MTU)")
     String connection = "RC";
     @Option(names = {"-m", "--mtu"}, paramLabel = "<mtu>", description = "MTU 256..4096 (default: the port's active MTU)")
     Integer mtu;
@@ -144,13 +144,45 @@ final class PerftestCommand implements Callable<Integer> {
             return inline;
         }
         return switch (verb) {
-            case WRITE -> 220; // RC and UC alike (-c UD is refused)
+            case WRITE -> 220; // RC and UC alike
             case SEND -> 236;
             default -> 0;
         };
     }
 
     static final int MELLANOX_VENDOR_ID = 0x02c9;
+
+    /** Whether the queue pairs are unreliable datagram ones ({@code -c UD}: send tests only). */
+    boolean ud() {
+        return connection.equals("UD");
+    }
+
+    /**
+     * {@code -c UD}, once the MTU is agreed: a datagram carries at most the MTU, so a larger
+     * message size becomes the MTU when it was not asked for ({@code -a}, or the default size),
+     * and is an error when {@code -s} asked for it, as the distribution's C perftest decides
+     * ("Max message size in UD cannot be greater than MTU", exit 1).
+     *
+     * @param mtuBytes the agreed MTU in bytes
+     * @return C's note on the change, or null when the size fits
+     * @throws PerftestException when {@code -s} asked for more than the MTU
+     */
+    String fitDatagramSize(int mtuBytes) {
+        if (!ud() || size <= mtuBytes) {
+            return null;
+        }
+        if (sizeText != null && !all) {
+            throw new PerftestException(" Max message size in UD cannot be greater than MTU (" + mtuBytes
+                    + " bytes; -s " + size + ")");
+        }
+        size = mtuBytes;
+        sizes = java.util.Arrays.stream(sizes).filter(v -> v <= mtuBytes).toArray();
+        if (sizes.length == 0 || sizes[sizes.length - 1] != mtuBytes) {
+            sizes = java.util.stream.IntStream.concat(java.util.Arrays.stream(sizes), java.util.stream.IntStream.of(mtuBytes))
+                    .toArray();
+        }
+        return " Max msg size in UD is MTU " + mtuBytes + "\n Changing to this MTU";
+    }
     int mtuEnum;
     boolean cas;
     boolean postListNote;
@@ -210,10 +242,13 @@ final class PerftestCommand implements Callable<Integer> {
                 refuse(verb == Verb.READ || verb == Verb.ATOMIC, "UC connection not possible in READ/ATOMIC verbs");
                 refuse(rdmaCm, "UC is not supported in librdmacm");
             }
-            case "UD" -> refuse(true, verb != Verb.SEND ? "UD connection only possible in SEND verb"
-                    : "-c UD is not supported: jverbs-perftest makes RC and UC queue pairs only");
+            case "UD" -> {
+                refuse(verb != Verb.SEND, "UD connection only possible in SEND verb");
+                refuse(rdmaCm, "-c UD with -R (rdma_cm's UDP port space) is not supported by jverbs-perftest");
+                refuse(postList > 1, "-l/--post_list with -c UD is not supported by jverbs-perftest");
+            }
             case "XRC", "DC", "SRD", "RawEth" -> refuse(true, "-c " + connection
-                    + " is not supported: jverbs-perftest makes RC and UC queue pairs only");
+                    + " is not supported: jverbs-perftest makes RC, UC and UD queue pairs only");
             default -> refuse(true, "Invalid Connection type. Please choose from {RC,UC,UD,XRC,DC,SRD}");
         }
         refuse(qps < 1 || qps > 16384, "num of Qps must be 1..16384");

@@ -38,7 +38,7 @@ final class Report {
             out.println(" Test with events.");
         }
         p(" Dual-port       : %s\t\tDevice         : %s\n", "OFF", s.context.name());
-        p(" Number of qps   : %d\t\tTransport type : %s\n", s.qps.length, "IB");
+        p(" Number of qps   : %d\t\tTransport type : %s\n", s.count(), "IB");
         p(" Connection type : %s\t\tUsing SRQ      : %s\n", c.connection, "OFF");
         p(" PCIe relax order: %s\n", "OFF");
         p(" ibv_wr* API     : %s\n", "OFF");

@@ -116,6 +116,10 @@ final class Run {
         int mine = c.mtuEnum != 0 ? c.mtuEnum : s.port.activeMtu();
         int theirs = oob.exchangeMtu(mine);
         mtu = theirs == 0 ? mine : Math.min(mine, theirs);
+        String note = c.fitDatagramSize(128 << mtu);
+        if (note != null) {
+            c.out().println(note);
+        }
     }
 
     // ---- record exchanges ----
@@ -123,7 +127,7 @@ final class Run {
     private boolean accepted;
 
     private void records(String what) {
-        QpRecord[] theirs = new QpRecord[s.qps.length];
+        QpRecord[] theirs = new QpRecord[s.count()];
         for (int i = 0; i < theirs.length; i++) {
             theirs[i] = oob.exchangeRecord(s.mine[i], what + " (QP " + i + ")");
         }
@@ -142,9 +146,9 @@ final class Run {
     }
 
     private void acceptOnce(QpRecord[] theirs) {
-        if (!accepted || theirs.length == s.qps.length) {
+        if (!accepted || theirs.length == s.count()) {
             s.accept(theirs, c.size, cycle, !c.rdmaCm);
-            accepted = theirs.length == s.qps.length;
+            accepted = theirs.length == s.count();
         }
     }
 
@@ -169,7 +173,7 @@ final class Run {
         if (c.isServer()) {
             try (RdmaCm.Listener listener = CmOob.listen(c.tcpPort)) {
                 oob.exchangeRecord(empty, "the sync before the rdma_cm connections");
-                for (int i = 0; i < s.qps.length; i++) {
+                for (int i = 0; i < s.count(); i++) {
                     try {
                         data.add(listener.accept(s.qps[i], Duration.ofMillis(c.handshakeMs())));
                     } catch (RdmaCmException | VerbsException | IllegalStateException e) {
@@ -180,7 +184,7 @@ final class Run {
             }
         } else {
             oob.exchangeRecord(empty, "the sync before the rdma_cm connections");
-            for (int i = 0; i < s.qps.length; i++) {
+            for (int i = 0; i < s.count(); i++) {
                 data.add(CmOob.connectRetrying(s.qps[i], c.host, c.tcpPort, c.handshakeMs(),
                         "the rdma_cm connection of QP " + i));
             }
@@ -398,6 +402,7 @@ final class Run {
             long after = THREADS.getCurrentThreadAllocatedBytes();
             probe(false);
             allocated = Math.max(allocated, 0) + (after - before);
+            loop.recordHistogram();
             if (c.duration()) {
                 double window = (loop.windowEnd - loop.windowStart) / 1e3;
                 long n = loop.windowCount;

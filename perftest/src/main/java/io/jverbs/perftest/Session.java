@@ -3,6 +3,7 @@ package io.jverbs.perftest;
 import io.jverbs.Access;
 import io.jverbs.CompletionQueue;
 import io.jverbs.Context;
+import io.jverbs.DatagramQueuePair;
 import io.jverbs.Endpoint;
 import io.jverbs.Gid;
 import io.jverbs.ProtectionDomain;
@@ -32,7 +33,12 @@ final class Session implements AutoCloseable {
     final Gid gid;
     final ProtectionDomain pd;
     final CompletionQueue cq;
+    /** The connected queue pairs (RC or UC); empty under {@code -c UD}. */
     final QueuePair[] qps;
+    /** {@code -c UD}: the datagram queue pairs, one per {@code -q}; null otherwise. */
+    final DatagramQueuePair[] datagrams;
+    /** {@code -c UD}: each datagram queue pair's address handle to its peer, once the records are in. */
+    DatagramQueuePair.Destination[] destinations;
     private final PerftestCommand c;
     RegisteredBuffer buffer;
     MemorySegment memory;
@@ -87,11 +93,21 @@ final class Session implements AutoCloseable {
                     ? Math.max(1, Math.min(255, c.outs != null ? Math.min(c.outs, deviceRdAtom) : deviceRdAtom)) : 1;
             pd = context.allocateProtectionDomain();
             cq = completionQueue(c.qps);
-            qps = new QueuePair[c.qps];
-            for (int i = 0; i < c.qps; i++) {
-                qps[i] = pd.createQueuePair(queuePairConfig());
+            if (c.ud()) {
+                qps = new QueuePair[0];
+                datagrams = new DatagramQueuePair[c.qps];
+                for (int i = 0; i < c.qps; i++) {
+                    datagrams[i] = createDatagram();
+                }
+                maxInline = 0;
+            } else {
+                datagrams = null;
+                qps = new QueuePair[c.qps];
+                for (int i = 0; i < c.qps; i++) {
+                    qps[i] = pd.createQueuePair(queuePairConfig());
+                }
+                maxInline = qps[0].maxInlineData();
             }
-            maxInline = qps[0].maxInlineData();
         } catch (RuntimeException e) {
             context.close();
             if (e instanceof VerbsException v) {
@@ -106,6 +122,22 @@ final class Session implements AutoCloseable {
         int perQp = c.tx + (c.verb == Verb.SEND ? c.rx : 0);
         return c.events ? context.createCompletionQueueWithEvents(perQp * queuePairs)
                         : context.createCompletionQueue(perQp * queuePairs);
+    }
+
+    /** A datagram queue pair on {@link #cq}, both depths the larger of -t and -r, C's Q_Key, this side's GID. */
+    private DatagramQueuePair createDatagram() {
+        return DatagramQueuePair.create(pd, cq, Math.max(c.tx, c.rx), DatagramQueuePair.DEFAULT_QKEY,
+                gid != null ? gid.index() : -1);
+    }
+
+    /** How many queue pairs (connected or datagram) this side runs: {@code -q}. */
+    int count() {
+        return datagrams != null ? datagrams.length : qps.length;
+    }
+
+    /** Bytes a receive takes: the message, plus the routing header a datagram receive starts with. */
+    int receiveLength(int size) {
+        return datagrams != null ? size + DatagramQueuePair.GRH_BYTES : size;
     }
 
     /** A data queue pair's configuration on {@link #cq}, from the command line (depths, inline, port, GID, moderation). */
@@ -131,6 +163,7 @@ final class Session implements AutoCloseable {
         this.outReads = base.outReads;
         this.inline = base.inline;
         this.cq = completionQueue(1);
+        this.datagrams = null; // no twins under -c UD (Warmup skips it)
         this.qps = new QueuePair[1];
         try {
             qps[0] = pd.createQueuePair(queuePairConfig());
@@ -175,7 +208,7 @@ final class Session implements AutoCloseable {
     /** Allocates and registers the buffer once the cycle buffer is agreed (the larger page size of the two sides). */
     void allocate(int cycleBuffer) {
         try {
-            slot = align64(Math.max(c.size, cycleBuffer));
+            slot = align64(Math.max(receiveLength(c.size), cycleBuffer));
             Access access = switch (c.verb) {
                 case WRITE -> Access.REMOTE_WRITE;
                 case READ -> Access.REMOTE_READ;
@@ -204,8 +237,14 @@ final class Session implements AutoCloseable {
 
     /** This side's records: real queue pair data, one per queue pair (C never sends dummies). */
     QpRecord[] records() {
-        QpRecord[] r = new QpRecord[qps.length];
-        for (int i = 0; i < qps.length; i++) {
+        QpRecord[] r = new QpRecord[count()];
+        for (int i = 0; i < r.length; i++) {
+            if (datagrams != null) {
+                DatagramQueuePair.Address a = datagrams[i].address();
+                r[i] = new QpRecord(useGid ? 0 : a.lid(), outReads, a.qpn(), 0, buffer.rkey(),
+                        buffer.address() + targetOffset(i), useGid ? gid.bytes() : null, 0);
+                continue;
+            }
             Endpoint e = qps[i].localEndpoint();
             r[i] = new QpRecord(useGid ? 0 : e.lid(), outReads, e.qpn(), e.psn(), buffer.rkey(),
                     buffer.address() + targetOffset(i), useGid ? gid.bytes() : null, 0);
@@ -221,7 +260,7 @@ final class Session implements AutoCloseable {
 
     /** Offset of the slot the peer of queue pair {@code i} targets. */
     long targetOffset(int i) {
-        return (qps.length + i) * slot;
+        return (count() + i) * slot;
     }
 
     /**
@@ -279,8 +318,26 @@ final class Session implements AutoCloseable {
         return true;
     }
 
-    /** Connects every queue pair to its peer (INIT → RTR → RTS). */
+    /**
+     * Connects every queue pair to its peer (INIT → RTR → RTS); under {@code -c UD}, makes each
+     * datagram queue pair's address handle to its peer instead (C's Q_Key).
+     */
     void connect(int mtuEnum) {
+        if (datagrams != null) {
+            destinations = new DatagramQueuePair.Destination[datagrams.length];
+            for (int i = 0; i < datagrams.length; i++) {
+                QpRecord r = theirs[i];
+                byte[] g = r.gid() != null ? r.gid() : new byte[16];
+                try {
+                    destinations[i] = datagrams[i].destination(new DatagramQueuePair.Address(r.qpn() & 0xffffff,
+                            DatagramQueuePair.DEFAULT_QKEY, r.lid() & 0xffff, g));
+                } catch (VerbsException e) {
+                    throw new PerftestException("Failed to create the address handle of QP " + datagrams[i].number()
+                            + ": " + e.getMessage(), e);
+                }
+            }
+            return;
+        }
         for (int i = 0; i < qps.length; i++) {
             QpRecord r = theirs[i];
             byte[] g = r.gid() != null ? r.gid() : new byte[16];

@@ -3,11 +3,12 @@ package io.jverbs.perftest;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** {@code -c}: RC and UC where C perftest allows them, C's messages and exit code 2 where it does not. */
+/** {@code -c}: RC, UC and UD where C perftest allows them, C's messages and exit code 2 where it does not. */
 class ConnectionTypeTest {
     private static PerftestCommand parsed(Verb verb, Kind kind, String... args) {
         PerftestCommand c = new PerftestCommand(verb, kind);
@@ -41,8 +42,31 @@ class ConnectionTypeTest {
     }
 
     @Test
+    void udForSendOnlyAndAtMostTheMtu() {
+        PerftestCommand bw = parsed(Verb.SEND, Kind.BW, "-c", "UD");
+        assertTrue(bw.ud());
+        assertEquals(65536, bw.size, "C's bandwidth default before the MTU is known");
+        String note = bw.fitDatagramSize(1024);
+        assertEquals(" Max msg size in UD is MTU 1024\n Changing to this MTU", note);
+        assertEquals(1024, bw.size);
+        assertArrayEquals(new int[] {1024}, bw.sizes);
+        PerftestCommand all = parsed(Verb.SEND, Kind.BW, "-c", "UD", "-a");
+        all.fitDatagramSize(1024);
+        assertArrayEquals(new int[] {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}, all.sizes, "-a stops at the MTU");
+        PerftestCommand lat = parsed(Verb.SEND, Kind.LAT, "-c", "UD");
+        assertEquals(null, lat.fitDatagramSize(1024), "2 bytes fit");
+        assertEquals(null, parsed(Verb.SEND, Kind.BW, "-s", "4096").fitDatagramSize(1024), "RC is not limited");
+        PerftestException e = assertThrows(PerftestException.class,
+                () -> parsed(Verb.SEND, Kind.BW, "-c", "UD", "-s", "4096").fitDatagramSize(1024));
+        assertTrue(e.getMessage().contains("Max message size in UD cannot be greater than MTU"), e.getMessage());
+        assertEquals(1, e.exitCode, "a run-time failure, as C's");
+        assertEquals(null, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-s", "1024").fitDatagramSize(1024));
+    }
+
+    @Test
     void whatJverbsDoesNotYetDoIsRefusedAndSaysSo() {
-        refused("-c UD is not supported", Verb.SEND, Kind.BW, "-c", "UD");
+        refused("-c UD with -R", Verb.SEND, Kind.BW, "-c", "UD", "-R");
+        refused("-l/--post_list with -c UD", Verb.SEND, Kind.BW, "-c", "UD", "-l", "4");
         refused("-c XRC is not supported", Verb.SEND, Kind.BW, "-c", "XRC");
     }
 }

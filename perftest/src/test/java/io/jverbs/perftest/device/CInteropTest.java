@@ -45,6 +45,19 @@ class CInteropTest {
         withCalibrationRetries(test, server, device, List.of("-c", "UC"));
     }
 
+    /**
+     * Unreliable datagram queue pairs ({@code -c UD}): send bw and lat, each side as server and as
+     * client; send_bw without -s: C's default size becomes rxe's 1024-byte MTU on both sides.
+     */
+    @ParameterizedTest(name = "{0} -c UD: {1} server, {2} client")
+    @CsvSource({
+        "send_bw, C, Java", "send_bw, Java, C",
+        "send_lat, C, Java", "send_lat, Java, C",
+    })
+    void interoperatesOverUd(String test, String server, String client, TestDevice device) throws Exception {
+        withCalibrationRetries(test, server, device, List.of("-c", "UD"));
+    }
+
     private void withCalibrationRetries(String test, String server, TestDevice device, List<String> extra)
             throws Exception {
         AssertionError last = null;
@@ -71,7 +84,7 @@ class CInteropTest {
     private void once(String test, boolean cServer, TestDevice device, List<String> extra) throws Exception {
         int port = Perf.freePort();
         List<String> args = new ArrayList<>(Perf.deviceArgs(device));
-        args.addAll(JavaToJavaTest.sizeArgs(test));
+        args.addAll(JavaToJavaTest.sizeArgs(test, extra.contains("UD")));
         args.addAll(extra);
         args.addAll(List.of("-p", Integer.toString(port)));
         List<String> cArgs = new ArrayList<>(args);
@@ -113,17 +126,20 @@ class CInteropTest {
         if (!cServer && (test.equals("read_lat") || test.equals("atomic_lat"))) {
             javaMeasures = false;
         }
+        Pattern row = extra.contains("UD") ? JavaToJavaTest.row(test, JavaToJavaTest.udSize(test)) : JavaToJavaTest.row(test);
         if (javaMeasures) {
-            assertTrue(JavaToJavaTest.row(test).matcher(java.out()).find(), "jverbs-perftest prints its row" + both);
+            assertTrue(row.matcher(java.out()).find(), "jverbs-perftest prints its row" + both);
         }
         boolean cMeasures = cServer ? !(test.equals("read_lat") || test.equals("atomic_lat")) : true;
         if (cMeasures) {
-            assertTrue(JavaToJavaTest.row(test).matcher(c.out()).find(), tool + " prints its row" + both);
+            assertTrue(row.matcher(c.out()).find(), tool + " prints its row" + both);
         }
-        if (extra.contains("UC")) {
-            Pattern uc = Pattern.compile("Connection type : UC");
-            assertTrue(uc.matcher(c.out()).find(), tool + " ran UC" + both);
-            assertTrue(uc.matcher(java.out()).find(), "jverbs-perftest ran UC" + both);
+        for (String type : new String[] {"UC", "UD"}) {
+            if (extra.contains(type)) {
+                Pattern connection = Pattern.compile("Connection type : " + type);
+                assertTrue(connection.matcher(c.out()).find(), tool + " ran " + type + both);
+                assertTrue(connection.matcher(java.out()).find(), "jverbs-perftest ran " + type + both);
+            }
         }
     }
 }

@@ -23,9 +23,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @DeviceTest
 class JavaToJavaTest {
     static List<String> sizeArgs(String test) {
+        return sizeArgs(test, false);
+    }
+
+    /**
+     * The size and iteration flags of the device tests; under {@code -c UD} bandwidth tests give
+     * no {@code -s}, so C's default (65536) becomes the MTU on both sides (an explicit size over
+     * the MTU is an error in C and in jverbs).
+     */
+    static List<String> sizeArgs(String test, boolean ud) {
         boolean bw = test.endsWith("_bw");
         List<String> a = new ArrayList<>();
-        if (!test.startsWith("atomic")) {
+        if (!test.startsWith("atomic") && !(ud && bw)) {
             a.add("-s");
             a.add(bw ? "4096" : "2");
         }
@@ -36,15 +45,25 @@ class JavaToJavaTest {
 
     static Pattern row(String test) {
         boolean bw = test.endsWith("_bw");
-        String size = test.startsWith("atomic") ? "8" : bw ? "4096" : "2";
+        return row(test, test.startsWith("atomic") ? "8" : bw ? "4096" : "2");
+    }
+
+    /** The table row of {@link #sizeArgs}' iterations at another message size (UD's is the MTU at most). */
+    static Pattern row(String test, String size) {
+        boolean bw = test.endsWith("_bw");
         return Pattern.compile("(?m)^ " + size + "\\s+" + (bw ? "100" : "50") + "\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d\\d");
+    }
+
+    /** The message size a UD run of {@link #sizeArgs} ends up with on rxe: bandwidth's default becomes the 1024-byte MTU. */
+    static String udSize(String test) {
+        return test.endsWith("_bw") ? "1024" : "2";
     }
 
     static Perf.Result[] pair(TestDevice device, String test, List<String> extra) throws Exception {
         int port = Perf.freePort();
         List<String> common = new ArrayList<>(List.of(test));
         common.addAll(Perf.deviceArgs(device));
-        common.addAll(sizeArgs(test));
+        common.addAll(sizeArgs(test, extra.contains("UD")));
         common.addAll(extra);
         common.add("-p");
         common.add(Integer.toString(port));
@@ -77,6 +96,26 @@ class JavaToJavaTest {
             double avg = Double.parseDouble(m.group(2));
             assertTrue(avg > 0 && peak >= avg, test + ": BW peak " + peak + " is at least the average " + avg + ":\n"
                     + r[1].out());
+        }
+    }
+
+    /**
+     * {@code -c UD}, Java on both sides: datagram queue pairs, address handles from the exchanged
+     * records, receives with room for the 40-byte routing header; send_bw's default size becomes the
+     * MTU, as C does.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"send_bw", "send_lat"})
+    void unreliableDatagram(String test, TestDevice device) throws Exception {
+        Perf.Result[] r = pair(device, test, List.of("-c", "UD"));
+        System.out.println(r[1].out());
+        for (Perf.Result side : r) {
+            assertTrue(side.out().contains("Connection type : UD"), side.out());
+            assertTrue(row(test, udSize(test)).matcher(side.out()).find(), "each side prints its " + test + " row at "
+                    + udSize(test) + " bytes:\n" + side.out());
+        }
+        if (test.equals("send_bw")) {
+            assertTrue(r[1].out().contains("Max msg size in UD is MTU 1024"), r[1].out());
         }
     }
 
