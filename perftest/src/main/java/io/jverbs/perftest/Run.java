@@ -223,7 +223,7 @@ final class Run {
         BwLoop lastLoop = null;
         for (int size : c.sizes) {
             if (sender || receiver) {
-                settleJit(); // a passive side's JMX calls would take CPU from the peer's loop
+                settleJit(send || c.bidirectional); // a passive side's JMX calls would take CPU from the peer's loop
             }
             BwLoop loop = new BwLoop(c, s, size, sender, receiver, sender && !c.noPeak);
             if (send) {
@@ -310,18 +310,25 @@ final class Run {
 
     /**
      * Before each measured loop (unless {@code --no_warmup}): waits, at most
-     * {@link Warmup#SETTLE_BEFORE_RUN_NS}, until the JIT has nothing compiling or queued. The
+     * {@link Warmup#SETTLE_BEFORE_RUN_NS} (6 s), until the JIT has nothing compiling or queued. The
      * run's own set-up (the command line, the handshake, the report's formatting, and in a long
      * JVM the previous run's JSON) queues compilations of JDK and library code, and on a 2-vCPU
      * guest a compiler thread busy during the loop takes the CPU rxe's kernel work needs: in one
      * boot the C2 compiler thread used as much CPU as the measuring thread during most of
      * compare-perftest's Java bandwidth loops, which ran at 0.5-0.7x C; the runs it left alone
      * were at C's rate. The passive side waits meanwhile in its socket read (C without limit,
-     * Java within its timeouts).
+     * Java within its timeouts); where a sync with the peer follows (send tests, -b), the wait
+     * stays within half the handshake timeout the peer's sync allows.
+     *
+     * @param syncFollows whether the peer waits for this side in a sync before the loop
      */
-    private void settleJit() {
+    private void settleJit(boolean syncFollows) {
         if (!c.noWarmup) {
-            Warmup.settleJit(Warmup.SETTLE_BEFORE_RUN_NS);
+            long bound = Warmup.SETTLE_BEFORE_RUN_NS;
+            if (syncFollows) {
+                bound = Math.min(bound, c.handshakeMs() * 1_000_000L / 2);
+            }
+            Warmup.settleJit(bound);
         }
     }
 
@@ -380,7 +387,7 @@ final class Run {
         LatStats lastStats = null;
         long startMs = System.currentTimeMillis();
         for (int size : c.sizes) {
-            settleJit();
+            settleJit(send);
             Histogram h = new Histogram(LatLoop.HIST_MAX_NS, 3);
             LatLoop loop = new LatLoop(c, s, size, h);
             if (send) {
