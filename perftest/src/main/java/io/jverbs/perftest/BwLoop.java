@@ -226,12 +226,8 @@ final class BwLoop implements CompletionHandler {
             postLists();
             return;
         }
-        if (uds != null) {
-            postDatagrams();
-            return;
-        }
         for (int q = 0; q < n; q++) {
-            QueuePair qp = qps[q];
+            QueuePair qp = uds == null ? qps[q] : null; // -c UD: the datagram queue pair sends (every send signaled)
             long src = s.sourceOffset(q);
             // C's condition (scnt - ccnt < tx_depth) before the clock: a full queue costs no clock read
             while (posted[q] < target && posted[q] - completedSeq[q] < c.tx) {
@@ -247,38 +243,11 @@ final class BwLoop implements CompletionHandler {
                 // (a few KB of allocation) the first time it runs, inside the measured loop
                 int rc = verb == Verb.WRITE ? qp.write(wrId, buf, src + off, size, remote[q], off, signaled)
                         : verb == Verb.READ ? qp.read(wrId, buf, src + off, size, remote[q], off, signaled)
-                        : verb == Verb.SEND ? qp.send(wrId, buf, src + off, size, signaled)
+                        : verb == Verb.SEND ? (qp != null ? qp.send(wrId, buf, src + off, size, signaled)
+                                                          : uds[q].send(wrId, dests[q], buf, src + off, size))
                         : c.cas ? qp.compareAndSwap(wrId, buf, src + off, remote[q], off, 0, 0, signaled)
                         : qp.fetchAndAdd(wrId, buf, src + off, remote[q], off, 1, signaled);
                 if (rc != QueuePair.OK) {
-                    break;
-                }
-                if (tposted != null && totalPosted < tposted.length) {
-                    tposted[(int) totalPosted] = t;
-                }
-                posted[q] = seq;
-                totalPosted++;
-            }
-        }
-    }
-
-    /**
-     * {@code -c UD}: sends on the datagram queue pairs, as {@link #postSends} does on connected
-     * ones. Every datagram send is signaled (a completion per send, whatever {@code -Q} says).
-     */
-    private void postDatagrams() {
-        for (int q = 0; q < n; q++) {
-            DatagramQueuePair ud = uds[q];
-            DatagramQueuePair.Destination to = dests[q];
-            long src = s.sourceOffset(q);
-            while (posted[q] < target && posted[q] - completedSeq[q] < c.tx) {
-                long seq = posted[q] + 1;
-                long off = inc == 0 ? 0 : ((seq - 1) % steps) * inc;
-                long t = tposted != null || timed ? System.nanoTime() : 0;
-                if (timed && t >= endNs) {
-                    return;
-                }
-                if (ud.send((seq << 16) | q, to, buf, src + off, size) != QueuePair.OK) {
                     break;
                 }
                 if (tposted != null && totalPosted < tposted.length) {
