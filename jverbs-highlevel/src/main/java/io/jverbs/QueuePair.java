@@ -24,7 +24,8 @@ import java.util.concurrent.CompletableFuture;
 
 
 /**
- * A reliable-connected queue pair. It is born <em>prepared</em>: it can tell its
+ * A connected queue pair: reliable (RC, every operation) or unreliable (UC, RDMA Write and Send
+ * only; see {@link QueuePairConfig.Transport}). It is born <em>prepared</em>: it can tell its
  * {@link #localEndpoint()}, which the peer needs; {@link #connect(Endpoint)} with the peer's
  * endpoint makes it <em>connected</em>, and only then can work be posted.
  *
