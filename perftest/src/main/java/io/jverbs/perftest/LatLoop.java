@@ -240,7 +240,7 @@ final class LatLoop implements CompletionHandler {
 
     /** One receive into this side's target slot (a datagram's also takes its 40-byte routing header). */
     private int receive() {
-        return ud != null ? ud.receive(0, buf, s.targetOffset(0), size + DatagramQueuePair.GRH_BYTES)
+        return ud != null ? ud.receive(0, buf, s.targetOffset(0), s.receiveLength(size))
                           : qp.receive(0, buf, s.targetOffset(0), size);
     }
 

@@ -239,15 +239,22 @@ final class Session implements AutoCloseable {
     QpRecord[] records() {
         QpRecord[] r = new QpRecord[count()];
         for (int i = 0; i < r.length; i++) {
+            int lid;
+            int qpn;
+            int psn;
             if (datagrams != null) {
                 DatagramQueuePair.Address a = datagrams[i].address();
-                r[i] = new QpRecord(useGid ? 0 : a.lid(), outReads, a.qpn(), 0, buffer.rkey(),
-                        buffer.address() + targetOffset(i), useGid ? gid.bytes() : null, 0);
-                continue;
+                lid = a.lid();
+                qpn = a.qpn();
+                psn = 0; // a datagram queue pair has no receive PSN the peer needs
+            } else {
+                Endpoint e = qps[i].localEndpoint();
+                lid = e.lid();
+                qpn = e.qpn();
+                psn = e.psn();
             }
-            Endpoint e = qps[i].localEndpoint();
-            r[i] = new QpRecord(useGid ? 0 : e.lid(), outReads, e.qpn(), e.psn(), buffer.rkey(),
-                    buffer.address() + targetOffset(i), useGid ? gid.bytes() : null, 0);
+            r[i] = new QpRecord(useGid ? 0 : lid, outReads, qpn, psn, buffer.rkey(), buffer.address() + targetOffset(i),
+                    useGid ? gid.bytes() : null, 0);
         }
         mine = r;
         return r;
@@ -325,26 +332,21 @@ final class Session implements AutoCloseable {
     void connect(int mtuEnum) {
         if (datagrams != null) {
             destinations = new DatagramQueuePair.Destination[datagrams.length];
-            for (int i = 0; i < datagrams.length; i++) {
-                QpRecord r = theirs[i];
-                byte[] g = r.gid() != null ? r.gid() : new byte[16];
-                try {
-                    destinations[i] = datagrams[i].destination(new DatagramQueuePair.Address(r.qpn() & 0xffffff,
-                            DatagramQueuePair.DEFAULT_QKEY, r.lid() & 0xffff, g));
-                } catch (VerbsException e) {
-                    throw new PerftestException("Failed to create the address handle of QP " + datagrams[i].number()
-                            + ": " + e.getMessage(), e);
-                }
-            }
-            return;
         }
-        for (int i = 0; i < qps.length; i++) {
+        for (int i = 0; i < count(); i++) {
             QpRecord r = theirs[i];
             byte[] g = r.gid() != null ? r.gid() : new byte[16];
             try {
-                qps[i].connect(new Endpoint(r.qpn() & 0xffffff, r.psn() & 0xffffff, r.lid() & 0xffff, g, mtuEnum));
+                if (datagrams != null) {
+                    destinations[i] = datagrams[i].destination(new DatagramQueuePair.Address(r.qpn() & 0xffffff,
+                            DatagramQueuePair.DEFAULT_QKEY, r.lid() & 0xffff, g));
+                } else {
+                    qps[i].connect(new Endpoint(r.qpn() & 0xffffff, r.psn() & 0xffffff, r.lid() & 0xffff, g, mtuEnum));
+                }
             } catch (VerbsException e) {
-                throw new PerftestException("Failed to modify QP " + qps[i].number() + " to RTR/RTS: " + e.getMessage(), e);
+                throw new PerftestException((datagrams != null ? "Failed to create the address handle of QP "
+                        + datagrams[i].number() : "Failed to modify QP " + qps[i].number() + " to RTR/RTS") + ": "
+                        + e.getMessage(), e);
             }
         }
     }
