@@ -28,7 +28,8 @@ import java.util.concurrent.TimeUnit;
  * alternating which goes first, and writes the medians side by side as a table and as JSON.
  *
  * <p>{@code java -cp jverbs-perftest.jar io.jverbs.perftest.Compare --dev rxe0 --gid 1 --ip 10.0.2.15
- * --json out.json --work DIR write_bw:64:1000:3 write_lat:2:200:5 ...} (case = test:size:iters:runs).
+ * --json out.json --work DIR write_bw:64:1000:3 write_lat:2:200:5 ...} (case = test:size:iters:runs;
+ * {@code --pin} binds servers to CPU 1 and clients to CPU 0).
  */
 public final class Compare {
     private static final long TIMEOUT_S = 300;
@@ -36,6 +37,38 @@ public final class Compare {
     private static final boolean MARK_LOOPS = Boolean.getBoolean("jverbs.compare.markLoops");
 
     private Compare() {
+    }
+
+    /**
+     * {@code --pin}: every server (C process or Java thread) on CPU 1 and every client on CPU 0,
+     * the C tools through {@code taskset}, the Java threads through {@code sched_setaffinity}.
+     */
+    static boolean pin;
+
+    private static final java.lang.invoke.MethodHandle SCHED_SETAFFINITY;
+
+    static {
+        java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+        SCHED_SETAFFINITY = linker.defaultLookup().find("sched_setaffinity").map(a -> linker.downcallHandle(a,
+                java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.JAVA_INT,
+                        java.lang.foreign.ValueLayout.JAVA_LONG, java.lang.foreign.ValueLayout.ADDRESS))).orElse(null);
+    }
+
+    /** Binds the calling thread to the CPUs of {@code mask} (bit i = CPU i); a no-op without {@link #pin}. */
+    static void bindThread(long mask) {
+        if (!pin || SCHED_SETAFFINITY == null) {
+            return;
+        }
+        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment set = a.allocate(128);
+            set.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, mask);
+            int rc = (int) SCHED_SETAFFINITY.invokeExact(0, 128L, set);
+            if (rc != 0) {
+                throw new IllegalStateException("sched_setaffinity failed");
+            }
+        } catch (Throwable t) {
+            throw new IllegalStateException("cannot bind a thread to CPUs 0x" + Long.toHexString(mask), t);
+        }
     }
 
     /**
@@ -131,6 +164,7 @@ public final class Compare {
                 case "--json" -> json = Path.of(args[++i]);
                 case "--work" -> work = Path.of(args[++i]);
                 case "--port" -> port = Integer.parseInt(args[++i]);
+                case "--pin" -> pin = true;
                 default -> cases.add(args[i].split(":"));
             }
         }
@@ -334,6 +368,7 @@ public final class Compare {
         CompletableFuture<String[]> sf = new CompletableFuture<>();
         Thread.ofPlatform().name("compare-server").daemon(true).start(() -> {
             try {
+                bindThread(2);
                 sf.complete(runInProcess(server));
             } catch (Throwable t) {
                 sf.completeExceptionally(t);
@@ -361,9 +396,11 @@ public final class Compare {
         };
         String[] cr;
         try {
+            bindThread(1);
             cr = runInProcess(client);
         } finally {
             Run.measuredLoopProbe = null;
+            bindThread(-1L);
         }
         String[] sr = sf.get(TIMEOUT_S, TimeUnit.SECONDS);
         long jitMs = jitAt[0] >= 0 && jitAt[1] >= 0 ? jitAt[1] - jitAt[0] : -1;
@@ -401,6 +438,9 @@ public final class Compare {
             Path clientJson = work.resolve(tag + "-client.json");
             Files.deleteIfExists(clientJson);
             List<String> common = new ArrayList<>();
+            if (pin) {
+                common.addAll(List.of("taskset", "-c", "1"));
+            }
             common.add(tool);
             common.addAll(flags);
             common.addAll(List.of("-p", Integer.toString(port)));
@@ -408,6 +448,9 @@ public final class Compare {
             CompletableFuture<String[]> sf = new CompletableFuture<>();
             server.onExit().thenRun(() -> sf.complete(new String[] {"exited"}));
             List<String> client = new ArrayList<>(common);
+            if (pin) {
+                client.set(2, "0");
+            }
             client.addAll(List.of("--out_json", "--out_json_file=" + clientJson, ip));
             Process cp;
             try {

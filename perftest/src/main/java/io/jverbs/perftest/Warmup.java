@@ -47,8 +47,16 @@ final class Warmup implements CompletionHandler {
 
     /** Rounds of the measured loop itself: above C1's invocation threshold (200) for its outermost method. */
     static final int LOOP_ROUNDS = 300;
-    /** Iterations per round: every method inside the loop is called thousands of times in all. */
-    static final int ROUND_ITERS = 8;
+    /**
+     * Iterations per latency round, 19,200 in all: past HotSpot's back-edge notification (every
+     * 8,192 back-edges of a loop in C1-profiled code), so that C2 compiles the latency loop during
+     * the warm-up. With 8 per round (2,400 in all) the notification first came inside the measured
+     * loop: {@code -XX:+PrintCompilation} showed LatLoop.runReadOrAtomic compiled at level 4, and
+     * OSR-compiled, while read_lat's first run measured (618 ms of compilation in its loop).
+     */
+    static final int LAT_ROUND_ITERS = 64;
+    /** Iterations per bandwidth round, 9,600 in all: past the same notification ({@link #LAT_ROUND_ITERS}). */
+    static final int BW_ROUND_ITERS = 32;
 
     /**
      * What the warm-up did: batches run, the bytes the last batch allocated (0 when warm), the
@@ -182,7 +190,7 @@ final class Warmup implements CompletionHandler {
                 if (c.kind == Kind.LAT) {
                     twin.memory.asSlice(target, twin.slot).fill((byte) 0); // write_lat's signal bytes start at 0
                     histogram.reset();
-                    LatLoop loop = new LatLoop(c, twin, size, histogram, serverSide, false, ROUND_ITERS);
+                    LatLoop loop = new LatLoop(c, twin, size, histogram, serverSide, false, latRoundIters(c, r));
                     if (send) {
                         loop.prepostReceives();
                     }
@@ -217,7 +225,18 @@ final class Warmup implements CompletionHandler {
     }
 
     /**
-     * Iterations of bandwidth round {@code r}: {@value #ROUND_ITERS}, and on every 16th round
+     * Iterations of latency round {@code r}: {@value #LAT_ROUND_ITERS}, and for send tests on every
+     * 16th round more than the receive queue holds ({@code -r}), so that the loop also re-posts
+     * receives, as every real run longer than the receive depth does. Without those rounds send_lat's
+     * first measured run began with LatLoop.runSend "made not entrant: uncommon trap" and spent
+     * 1.6-2.5 s of compilation inside its loop.
+     */
+    static int latRoundIters(PerftestCommand c, int r) {
+        return c.verb == Verb.SEND && r % 16 == 15 ? c.rx + LAT_ROUND_ITERS : LAT_ROUND_ITERS;
+    }
+
+    /**
+     * Iterations of bandwidth round {@code r}: {@value #BW_ROUND_ITERS}, and on every 16th round
      * more than the send queue holds, so the loop also leaves its posting through a full window,
      * as every real run does. Without those rounds C2 compiled that exit as never taken, and the
      * first measured run of each case trapped out of the compiled loop into the interpreter
@@ -225,7 +244,7 @@ final class Warmup implements CompletionHandler {
      * uncommon trap" inside the loop) and recompiled it while measuring.
      */
     static int bwRoundIters(PerftestCommand c, int r) {
-        return r % 16 == 15 ? c.tx + ROUND_ITERS : ROUND_ITERS;
+        return r % 16 == 15 ? c.tx + BW_ROUND_ITERS : BW_ROUND_ITERS;
     }
 
     /** How long the warm-up waits at most for the compile queues to drain. */
