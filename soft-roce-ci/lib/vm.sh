@@ -330,6 +330,8 @@ rxe_vm_start_qemu() {
     # the host's clock, the same for every vCPU, so it is reliable here.
     if [ "$accel" = tcg ]; then append+=" tsc=reliable"; fi
     if [ "$dbg" = 1 ]; then append+=" loglevel=7"; else append+=" quiet loglevel=1"; fi
+    # Extra guest kernel arguments, for experiments (e.g. idle=poll): JVERBS_RXE_KERNEL_ARGS.
+    if [ -n "${JVERBS_RXE_KERNEL_ARGS:-}" ]; then append+=" $JVERBS_RXE_KERNEL_ARGS"; fi
     setpriv --pdeathsig KILL "$qemu" -nodefaults -no-user-config -display none -no-reboot \
         -accel "$accel" -cpu "$cpu" -smp "$cpus" -m "$mem" \
         -kernel "$k_dir/boot/vmlinuz-$k_ver" -initrd "$k_initrd" \

@@ -72,12 +72,18 @@ public final class Compare {
     }
 
     /**
-     * One measured run: what the client reported, and for Java the milliseconds the JIT compiled
-     * while the client's loop ran ({@code jitMs}, -1 for C or when not seen).
+     * One measured run: what the client reported, for Java the milliseconds the JIT compiled
+     * while the client's loop ran ({@code jitMs}, -1 for C or when not seen), and for latency the
+     * fastest iteration ({@code min}, t_min in usec; 0 for bandwidth).
      */
-    record Sample(double bw, double msgRate, double typical, double p99, long allocated, long jitMs) {
+    record Sample(double bw, double msgRate, double typical, double p99, long allocated, long jitMs, double min) {
         Sample(double bw, double msgRate, double typical, double p99, long allocated) {
-            this(bw, msgRate, typical, p99, allocated, -1);
+            this(bw, msgRate, typical, p99, allocated, -1, 0);
+        }
+
+        /** This sample with t_min {@code usec}. */
+        Sample withMin(double usec) {
+            return new Sample(bw, msgRate, typical, p99, allocated, jitMs, usec);
         }
     }
 
@@ -224,6 +230,7 @@ public final class Compare {
             } else {
                 put(row, "t_typical_usec", c, j, cRun, jRun, Sample::typical);
                 put(row, "p99_usec", c, j, cRun, jRun, Sample::p99);
+                put(row, "t_min_usec", c, j, cRun, jRun, Sample::min);
             }
             row.put("java_allocated_bytes_median", (long) median(j, s -> s.allocated()));
             row.put("java_allocated_bytes", j.stream().mapToLong(Sample::allocated).toArray());
@@ -337,17 +344,21 @@ public final class Compare {
                     b.get("paired_ratio"), m.get("c"), m.get("java"), m.get("ratio"), m.get("paired_ratio"),
                     r.get("java_allocated_bytes_median"));
         }
-        System.out.println("test       size   iters runs | C t_typ us Java t_typ ratio paired | C p99 us Java p99  ratio paired | Java alloc B (median)");
+        System.out.println("test       size   iters runs | C t_typ us Java t_typ ratio paired | C p99 us Java p99  ratio paired"
+                + " | C t_min Java t_min ratio | Java alloc B (median)");
         for (Map<String, Object> r : rows) {
             if (((String) r.get("test")).endsWith("_bw")) {
                 continue;
             }
             Map<String, Object> t = (Map<String, Object>) r.get("t_typical_usec");
             Map<String, Object> p = (Map<String, Object>) r.get("p99_usec");
-            System.out.printf(Locale.ROOT, "%-9s %6d %6d %4d | %9.2f %9.2f %6.2f %6.2f | %8.2f %8.2f %6.2f %6.2f | %d%n",
+            Map<String, Object> m = (Map<String, Object>) r.get("t_min_usec");
+            System.out.printf(Locale.ROOT, "%-9s %6d %6d %4d | %9.2f %9.2f %6.2f %6.2f | %8.2f %8.2f %6.2f %6.2f"
+                            + " | %7.2f %7.2f %5.2f | %d%n",
                     r.get("test"), r.get("size"), r.get("iters"), r.get("runs"), t.get("c"), t.get("java"), t.get("ratio"),
                     t.get("paired_ratio"), p.get("c"), p.get("java"), p.get("ratio"), p.get("paired_ratio"),
-                    r.get("java_allocated_bytes_median"));
+                    m == null ? Double.NaN : m.get("c"), m == null ? Double.NaN : m.get("java"),
+                    m == null ? Double.NaN : m.get("ratio"), r.get("java_allocated_bytes_median"));
         }
         System.out.flush();
     }
@@ -416,7 +427,7 @@ public final class Compare {
         JsonNode root = new ObjectMapper().readTree(clientJson.toFile());
         JsonNode res = root.path("results");
         return new Sample(res.path("BW_average").asDouble(0), res.path("MsgRate").asDouble(0), res.path("t_typical").asDouble(0),
-                res.path("percentile_99").asDouble(0), root.path("allocated_bytes").asLong(-1), jitMs);
+                res.path("percentile_99").asDouble(0), root.path("allocated_bytes").asLong(-1), jitMs, res.path("t_min").asDouble(0));
     }
 
     private static String[] runInProcess(List<String> args) {
@@ -509,7 +520,8 @@ public final class Compare {
                     return new Sample(res.path("BW_average").asDouble(), res.path("MsgRate").asDouble(), 0, 0, -1);
                 }
                 if (!bw && res.has("t_typical") && res.has("percentile_99")) {
-                    return new Sample(0, 0, res.path("t_typical").asDouble(), res.path("percentile_99").asDouble(), -1);
+                    return new Sample(0, 0, res.path("t_typical").asDouble(), res.path("percentile_99").asDouble(), -1)
+                            .withMin(res.path("t_min").asDouble(0));
                 }
             }
         } catch (IOException | RuntimeException e) {
@@ -517,7 +529,7 @@ public final class Compare {
         }
         double[] v = row(out);
         // bw: bytes iters peak avg msgrate; lat: bytes iters min max typical avg stdev p99 p99.9
-        return bw ? new Sample(v[3], v[4], 0, 0, -1) : new Sample(0, 0, v[4], v[7], -1);
+        return bw ? new Sample(v[3], v[4], 0, 0, -1) : new Sample(0, 0, v[4], v[7], -1).withMin(v[2]);
     }
 
     private static double[] row(String out) {
