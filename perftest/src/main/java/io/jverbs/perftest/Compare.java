@@ -44,6 +44,8 @@ public final class Compare {
      * the C tools through {@code taskset}, the Java threads through {@code sched_setaffinity}.
      */
     static boolean pin;
+    private static final int SERVER_CPU = 1;
+    private static final int CLIENT_CPU = 0;
 
     private static final java.lang.invoke.MethodHandle SCHED_SETAFFINITY;
 
@@ -52,6 +54,16 @@ public final class Compare {
         SCHED_SETAFFINITY = linker.defaultLookup().find("sched_setaffinity").map(a -> linker.downcallHandle(a,
                 java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.JAVA_INT,
                         java.lang.foreign.ValueLayout.JAVA_LONG, java.lang.foreign.ValueLayout.ADDRESS))).orElse(null);
+    }
+
+    /** {@code command}, run through {@code taskset -c cpu} with {@link #pin}. */
+    private static List<String> onCpu(int cpu, List<String> command) {
+        List<String> pinned = new ArrayList<>();
+        if (pin) {
+            pinned.addAll(List.of("taskset", "-c", Integer.toString(cpu)));
+        }
+        pinned.addAll(command);
+        return pinned;
     }
 
     /** Binds the calling thread to the CPUs of {@code mask} (bit i = CPU i); a no-op without {@link #pin}. */
@@ -357,8 +369,7 @@ public final class Compare {
                             + " | %7.2f %7.2f %5.2f | %d%n",
                     r.get("test"), r.get("size"), r.get("iters"), r.get("runs"), t.get("c"), t.get("java"), t.get("ratio"),
                     t.get("paired_ratio"), p.get("c"), p.get("java"), p.get("ratio"), p.get("paired_ratio"),
-                    m == null ? Double.NaN : m.get("c"), m == null ? Double.NaN : m.get("java"),
-                    m == null ? Double.NaN : m.get("ratio"), r.get("java_allocated_bytes_median"));
+                    m.get("c"), m.get("java"), m.get("ratio"), r.get("java_allocated_bytes_median"));
         }
         System.out.flush();
     }
@@ -379,7 +390,7 @@ public final class Compare {
         CompletableFuture<String[]> sf = new CompletableFuture<>();
         Thread.ofPlatform().name("compare-server").daemon(true).start(() -> {
             try {
-                bindThread(2);
+                bindThread(1L << SERVER_CPU);
                 sf.complete(runInProcess(server));
             } catch (Throwable t) {
                 sf.completeExceptionally(t);
@@ -407,11 +418,11 @@ public final class Compare {
         };
         String[] cr;
         try {
-            bindThread(1);
+            bindThread(1L << CLIENT_CPU);
             cr = runInProcess(client);
         } finally {
             Run.measuredLoopProbe = null;
-            bindThread(-1L);
+            bindThread(-1L); // every CPU again
         }
         String[] sr = sf.get(TIMEOUT_S, TimeUnit.SECONDS);
         long jitMs = jitAt[0] >= 0 && jitAt[1] >= 0 ? jitAt[1] - jitAt[0] : -1;
@@ -449,19 +460,13 @@ public final class Compare {
             Path clientJson = work.resolve(tag + "-client.json");
             Files.deleteIfExists(clientJson);
             List<String> common = new ArrayList<>();
-            if (pin) {
-                common.addAll(List.of("taskset", "-c", "1"));
-            }
             common.add(tool);
             common.addAll(flags);
             common.addAll(List.of("-p", Integer.toString(port)));
-            Process server = new ProcessBuilder(common).redirectErrorStream(true).redirectOutput(serverLog.toFile()).start();
+            Process server = new ProcessBuilder(onCpu(SERVER_CPU, common)).redirectErrorStream(true).redirectOutput(serverLog.toFile()).start();
             CompletableFuture<String[]> sf = new CompletableFuture<>();
             server.onExit().thenRun(() -> sf.complete(new String[] {"exited"}));
-            List<String> client = new ArrayList<>(common);
-            if (pin) {
-                client.set(2, "0");
-            }
+            List<String> client = onCpu(CLIENT_CPU, common);
             client.addAll(List.of("--out_json", "--out_json_file=" + clientJson, ip));
             Process cp;
             try {

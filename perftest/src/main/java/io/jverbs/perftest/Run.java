@@ -235,7 +235,7 @@ final class Run {
                 sync("the sync before the run");
             }
             if (sender || receiver) {
-                measure(loop);
+                measure(loop::run);
             }
             if (c.bidirectional && c.sizes.length > 1 && !send) {
                 sync("the sync after the run");
@@ -332,7 +332,12 @@ final class Run {
         }
     }
 
-    private void measure(BwLoop loop) {
+    /**
+     * Runs a measured loop between the harness's probes, adding what it allocated on this thread
+     * to {@link #allocated}. The caller makes {@code loop} before this runs, so its own allocation
+     * is not counted.
+     */
+    private void measure(Runnable loop) {
         probe(true);
         long before = THREADS.getCurrentThreadAllocatedBytes();
         loop.run();
@@ -397,18 +402,8 @@ final class Run {
             if (c.verb == Verb.WRITE) {
                 loop.prelink();
             }
-            probe(true);
-            long before = THREADS.getCurrentThreadAllocatedBytes();
-            if (c.verb == Verb.WRITE) {
-                loop.runWrite();
-            } else if (c.verb == Verb.SEND) {
-                loop.runSend();
-            } else {
-                loop.runReadOrAtomic();
-            }
-            long after = THREADS.getCurrentThreadAllocatedBytes();
-            probe(false);
-            allocated = Math.max(allocated, 0) + (after - before);
+            // an if-chain, not a switch on the enum (a switch-map class would load on its first run)
+            measure(c.verb == Verb.WRITE ? loop::runWrite : c.verb == Verb.SEND ? loop::runSend : loop::runReadOrAtomic);
             loop.recordHistogram();
             if (c.duration()) {
                 double window = (loop.windowEnd - loop.windowStart) / 1e3;
