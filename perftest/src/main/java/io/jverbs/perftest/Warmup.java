@@ -45,7 +45,11 @@ final class Warmup implements CompletionHandler {
     private int receives;
     private int failed = -1;
 
-    /** Rounds of the measured loop itself: above C1's invocation threshold (200) for its outermost method. */
+    /**
+     * Rounds of the measured loop itself: above the invocation threshold of its outermost method
+     * under the launcher's C2-only flags (10,000 scaled by 0.02 for io.jverbs: 200), and C1's (200)
+     * when a user brings tiered compilation back.
+     */
     static final int LOOP_ROUNDS = 300;
     /**
      * Iterations per latency round, 19,200 in all: past HotSpot's back-edge notification (every
@@ -145,7 +149,7 @@ final class Warmup implements CompletionHandler {
 
     /**
      * Runs the measured loop itself ({@link LatLoop} or {@link BwLoop}, the same methods the test
-     * calls) {@value #LOOP_ROUNDS} times on the twins, both sides in their roles (the twin that would be passive stays idle), so that C1 has compiled the
+     * calls) {@value #LOOP_ROUNDS} times on the twins, both sides in their roles (the twin that would be passive stays idle), so that the JIT has compiled the
      * loop and everything it calls before the clock starts. Without this the measured loop began
      * in the interpreter and was compiled while it ran: on the emulated rig that doubled write_lat's
      * t_typical against C (the compilations are visible with {@code -XX:+PrintCompilation}).
