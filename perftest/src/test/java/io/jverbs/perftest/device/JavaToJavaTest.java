@@ -139,22 +139,28 @@ class JavaToJavaTest {
 
     /**
      * What the measured loops allocate: the JSON's allocated_bytes (ThreadMXBean around the loop)
-     * of a first and a second (warm) run in this JVM, printed for the report. The loops themselves
-     * allocate nothing (timestamps, counters and the handler exist before the clock starts); what
-     * remains comes from below them (first-use linkage, the high-level post/poll path under this
-     * C1-only JVM), so the check is a regression bound of 512 bytes per operation on the warm run.
+     * of a first, a second and a third run in this JVM, printed for the report; the third must be
+     * 0 bytes, the issue's acceptance (the loops allocate nothing themselves, and each run's
+     * warm-up takes the FFM linkage below them out of the clock). {@code send_lat -c UD} has no
+     * warm-up (no datagram twins): its third run shows whether the earlier ones warmed it.
      */
     @Test
     void jsonReportAndZeroAllocation(TestDevice device, @org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
-        for (String test : new String[] {"write_bw", "write_lat", "send_bw", "send_lat", "read_bw", "atomic_lat"}) {
+        String[][] cases = {{"write_bw"}, {"write_lat"}, {"send_bw"}, {"send_lat"}, {"read_bw"}, {"atomic_lat"},
+                            {"send_lat", "-c", "UD"}};
+        for (String[] k : cases) {
+            String test = k[0];
+            List<String> extra = List.of(k).subList(1, k.length);
+            String name = String.join(" ", k);
             long[] allocated = new long[3];
             for (int run = 0; run < 3; run++) {
-                Path serverJson = dir.resolve(test + run + "-server.json");
-                Path clientJson = dir.resolve(test + run + "-client.json");
+                Path serverJson = dir.resolve(test + extra.size() + run + "-server.json");
+                Path clientJson = dir.resolve(test + extra.size() + run + "-client.json");
                 int port = Perf.freePort();
                 List<String> common = new ArrayList<>(List.of(test));
                 common.addAll(Perf.deviceArgs(device));
-                common.addAll(sizeArgs(test));
+                common.addAll(sizeArgs(test, extra.contains("UD")));
+                common.addAll(extra);
                 common.addAll(List.of("-p", Integer.toString(port), "--out_json"));
                 CompletableFuture<Perf.Result> server = Perf.start(Perf.concat(common, "--out_json_file", serverJson.toString()));
                 Perf.awaitListening(port, 60_000, server);
@@ -168,12 +174,10 @@ class JavaToJavaTest {
                 assertTrue(new ObjectMapper().readTree(Files.readString(serverJson)).has("test_info"));
                 allocated[run] = json.path("allocated_bytes").asLong(-1);
             }
-            System.out.println("allocation: " + test + " client measured loop: first run " + allocated[0]
+            System.out.println("allocation: " + name + " client measured loop: first run " + allocated[0]
                     + " bytes, second " + allocated[1] + ", third (warm) " + allocated[2] + " bytes");
-            long ops = test.startsWith("atomic") || test.endsWith("_bw") ? 100 : 50;
             // The third run is the warm one even when this test class runs first in a cold JVM.
-            assertTrue(allocated[2] >= 0 && allocated[2] <= 512 * ops, test + ": the warm run allocated " + allocated[2]
-                    + " bytes for " + ops + " operations");
+            assertEquals(0, allocated[2], name + ": bytes allocated in the warm run's measured loop on " + device.name());
         }
     }
 }
