@@ -157,7 +157,8 @@ final class Session implements AutoCloseable {
     /**
      * A warm-up twin of {@code base}: its context, port, GID and protection domain, and its own
      * completion queue, one queue pair made with the same configuration as the session's, and a
-     * buffer of two {@code slot}-byte slots open to every remote access. {@code confined} for the
+     * buffer of two {@code slot}-byte slots open to every remote access; under {@code -c UD} a
+     * datagram queue pair instead (on a shared queue, as the session's). {@code confined} for the
      * twin the creating thread runs; the other runs on the warm-up's peer thread (shared), so the
      * warm-up profiles both branches of the lock the measured loops take.
      */
@@ -171,12 +172,18 @@ final class Session implements AutoCloseable {
         this.pd = base.pd;
         this.outReads = base.outReads;
         this.inline = base.inline;
-        this.cq = completionQueue(1, confined);
-        this.datagrams = null; // no twins under -c UD (Warmup skips it)
-        this.qps = new QueuePair[1];
+        boolean ud = base.datagrams != null;
+        this.cq = completionQueue(1, confined && !ud);
+        this.datagrams = ud ? new DatagramQueuePair[1] : null;
+        this.qps = new QueuePair[ud ? 0 : 1];
         try {
-            qps[0] = pd.createQueuePair(queuePairConfig());
-            this.maxInline = qps[0].maxInlineData();
+            if (ud) {
+                datagrams[0] = createDatagram();
+                this.maxInline = 0;
+            } else {
+                qps[0] = pd.createQueuePair(queuePairConfig());
+                this.maxInline = qps[0].maxInlineData();
+            }
             this.slot = slot;
             this.buffer = pd.allocate(2 * slot, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
             this.memory = buffer.segment();
@@ -192,18 +199,25 @@ final class Session implements AutoCloseable {
      * Close both when done; the session itself stays open.
      *
      * @param size the largest message the warm-up sends
-     * @return {server twin, client twin}, each one's remote buffer the other's target slot
+     * @return {server twin, client twin}, each one's remote buffer the other's target slot (under
+     *         {@code -c UD}: each one's destination the other's datagram queue pair)
      */
     Session[] loopbackPair(int size) {
-        long twinSlot = align64(Math.max(size, 4096));
+        long twinSlot = align64(Math.max(receiveLength(size), 4096));
         Session a = new Session(this, twinSlot, false);
         Session b = null;
         try {
             b = new Session(this, twinSlot, true);
-            a.qps[0].connect(b.qps[0].localEndpoint());
-            b.qps[0].connect(a.qps[0].localEndpoint());
             a.remote = new RemoteBuffer[] {b.buffer.remote(b.targetOffset(0), twinSlot)};
             b.remote = new RemoteBuffer[] {a.buffer.remote(a.targetOffset(0), twinSlot)};
+            if (datagrams != null) {
+                // -c UD: an address handle to each other, as connect(int) makes to the peer
+                a.destinations = new DatagramQueuePair.Destination[] {a.datagrams[0].destination(b.datagrams[0].address())};
+                b.destinations = new DatagramQueuePair.Destination[] {b.datagrams[0].destination(a.datagrams[0].address())};
+            } else {
+                a.qps[0].connect(b.qps[0].localEndpoint());
+                b.qps[0].connect(a.qps[0].localEndpoint());
+            }
             return new Session[] {a, b};
         } catch (RuntimeException e) {
             a.close();
@@ -370,6 +384,9 @@ final class Session implements AutoCloseable {
             if (qp != null) {
                 qp.close();
             }
+        }
+        if (datagrams != null && datagrams[0] != null) {
+            datagrams[0].close();
         }
         if (buffer != null) {
             buffer.close();

@@ -141,13 +141,13 @@ class JavaToJavaTest {
      * What the measured loops allocate: the JSON's allocated_bytes (ThreadMXBean around the loop)
      * of a first, a second and a third run in this JVM, printed for the report; the third must be
      * 0 bytes, the issue's acceptance (the loops allocate nothing themselves, and each run's
-     * warm-up takes the FFM linkage below them out of the clock). {@code send_lat -c UD} has no
-     * warm-up (no datagram twins): its third run shows whether the earlier ones warmed it.
+     * warm-up takes the FFM linkage below them out of the clock). Each run's warm-up must have run
+     * ({@code --alloc_report} prints its batches), {@code -c UD}'s on datagram twins included.
      */
     @Test
     void jsonReportAndZeroAllocation(TestDevice device, @org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
         String[][] cases = {{"write_bw"}, {"write_lat"}, {"send_bw"}, {"send_lat"}, {"read_bw"}, {"atomic_lat"},
-                            {"send_lat", "-c", "UD"}};
+                            {"send_lat", "-c", "UD"}, {"send_bw", "-c", "UD"}};
         for (String[] k : cases) {
             String test = k[0];
             List<String> extra = List.of(k).subList(1, k.length);
@@ -169,6 +169,9 @@ class JavaToJavaTest {
                 Perf.Result s = Perf.await(server);
                 assertEquals(0, client.exit(), client.all());
                 assertEquals(0, s.exit(), s.all());
+                assertTrue(java.util.regex.Pattern.compile("Warm-up: \\d+ batches of .*; (300 rounds of the measured"
+                        + " loop|the measured loop already warm in this JVM)").matcher(client.out()).find(),
+                        name + ": the client's warm-up ran every round of the measured loop:\n" + client.out());
                 JsonNode json = new ObjectMapper().readTree(Files.readString(clientJson));
                 assertTrue(json.path("results").has("MsgSize"), "results in " + json);
                 assertTrue(new ObjectMapper().readTree(Files.readString(serverJson)).has("test_info"));
