@@ -3,6 +3,7 @@ package io.jverbs.device;
 import io.jverbs.CompletionFailedException;
 import io.jverbs.CompletionQueue;
 import io.jverbs.QueuePair;
+import io.jverbs.QueuePairConfig;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.WorkResult;
@@ -127,6 +128,19 @@ class MisuseChildTest {
         CASES.put("use a queue pair whose protection domain closed", lb -> {
             lb.client.pd.close();
             return expectIse(() -> lb.client.qp.write(1, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true), "closed");
+        });
+    }
+
+    static {
+        CASES.put("RDMA Read and an atomic on a UC queue pair", lb -> {
+            // UC carries Write and Send only: the verbs would take the post and the device fail it
+            try (QueuePair uc = lb.client.pd.createQueuePair(QueuePairConfig.uc(lb.client.cq))) {
+                String read = MisuseTest.expect(UnsupportedOperationException.class, "needs an RC queue pair",
+                        () -> uc.read(1, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true)).getMessage();
+                MisuseTest.expect(UnsupportedOperationException.class, "needs an RC queue pair",
+                        () -> uc.fetchAndAdd(2, lb.client.buffer, 0, lb.serverRemote(), 0, 1, true));
+                return "UnsupportedOperationException: " + read;
+            }
         });
     }
 

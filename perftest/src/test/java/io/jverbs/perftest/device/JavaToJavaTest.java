@@ -119,6 +119,32 @@ class JavaToJavaTest {
         }
     }
 
+    /**
+     * {@code -c UC} send_bw whose client outruns the server's receives ({@code -r 2} on the
+     * server): UC drops a message that finds no receive, so the server can never count them all.
+     * It must end at its completion timeout (2 s without progress) with exit 1 and a message
+     * naming that timeout, not wait for ever, and the client must end too.
+     */
+    @Test
+    void ucSendOutrunningTheReceivesEndsAtTheCompletionTimeout(TestDevice device) throws Exception {
+        int port = Perf.freePort();
+        List<String> common = new ArrayList<>(List.of("send_bw"));
+        common.addAll(Perf.deviceArgs(device));
+        common.addAll(List.of("-c", "UC", "-s", "4096", "-n", "2000", "-p", Integer.toString(port),
+                "--completion_timeout", "2"));
+        CompletableFuture<Perf.Result> server = Perf.start(Perf.concat(common, "-r", "2"));
+        Perf.awaitListening(port, 60_000, server);
+        Perf.Result client = Perf.run(Perf.concat(common, Perf.host(device)));
+        Perf.Result s = Perf.await(server);
+        System.out.println("UC send_bw, server -r 2, on " + device.name() + ": server exit " + s.exit() + " after "
+                + s.millis() + " ms: " + s.err().strip() + "; client exit " + client.exit() + " after " + client.millis()
+                + " ms: " + client.err().strip());
+        assertEquals(1, s.exit(), "the server ends with exit 1:\n" + s.all());
+        assertTrue(s.all().contains("--completion_timeout"), "the server names its completion timeout:\n" + s.all());
+        assertTrue(s.all().contains("messages received"), "and how many messages it got:\n" + s.all());
+        assertTrue(client.millis() < 60_000, "the client ended in " + client.millis() + " ms:\n" + client.all());
+    }
+
     @Test
     void twoQueuePairsBidirectional(TestDevice device) throws Exception {
         Perf.Result[] r = pair(device, "write_bw", List.of("-q", "2", "-b"));
