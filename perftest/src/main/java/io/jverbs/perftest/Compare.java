@@ -41,11 +41,14 @@ public final class Compare {
 
     /**
      * {@code --pin}: every server (C process or Java thread) on CPU 1 and every client on CPU 0,
-     * the C tools through {@code taskset}, the Java threads through {@code sched_setaffinity}.
+     * the C tools through {@code taskset}, the Java threads through {@code sched_setaffinity}
+     * ({@code -Djverbs.compare.serverCpu=N} and {@code -Djverbs.compare.clientCpu=N} choose
+     * others: with the clients on CPU 1, C's read_lat 2 B runs reached its fastest mode in three of
+     * five and Java's in none, as unpinned in the same boot).
      */
     static boolean pin;
-    private static final int SERVER_CPU = 1;
-    private static final int CLIENT_CPU = 0;
+    private static final int SERVER_CPU = Integer.getInteger("jverbs.compare.serverCpu", 1);
+    private static final int CLIENT_CPU = Integer.getInteger("jverbs.compare.clientCpu", 0);
 
     private static final java.lang.invoke.MethodHandle SCHED_SETAFFINITY;
 
