@@ -129,9 +129,6 @@ class MisuseChildTest {
             lb.client.pd.close();
             return expectIse(() -> lb.client.qp.write(1, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true), "closed");
         });
-    }
-
-    static {
         CASES.put("RDMA Read and an atomic on a UC queue pair", lb -> {
             // UC carries Write and Send only: the verbs would take the post and the device fail it
             try (QueuePair uc = lb.client.pd.createQueuePair(QueuePairConfig.uc(lb.client.cq))) {

@@ -7,6 +7,12 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
@@ -50,13 +56,13 @@ public final class Compare {
     private static final int SERVER_CPU = Integer.getInteger("jverbs.compare.serverCpu", 1);
     private static final int CLIENT_CPU = Integer.getInteger("jverbs.compare.clientCpu", 0);
 
-    private static final java.lang.invoke.MethodHandle SCHED_SETAFFINITY;
+    private static final MethodHandle SCHED_SETAFFINITY;
 
     static {
-        java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+        Linker linker = Linker.nativeLinker();
         SCHED_SETAFFINITY = linker.defaultLookup().find("sched_setaffinity").map(a -> linker.downcallHandle(a,
-                java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT, java.lang.foreign.ValueLayout.JAVA_INT,
-                        java.lang.foreign.ValueLayout.JAVA_LONG, java.lang.foreign.ValueLayout.ADDRESS))).orElse(null);
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
+                        ValueLayout.ADDRESS))).orElse(null);
     }
 
     /** {@code command}, run through {@code taskset -c cpu} with {@link #pin}. */
@@ -74,9 +80,9 @@ public final class Compare {
         if (!pin || SCHED_SETAFFINITY == null) {
             return;
         }
-        try (java.lang.foreign.Arena a = java.lang.foreign.Arena.ofConfined()) {
-            java.lang.foreign.MemorySegment set = a.allocate(128);
-            set.set(java.lang.foreign.ValueLayout.JAVA_LONG, 0, mask);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment set = a.allocate(128);
+            set.set(ValueLayout.JAVA_LONG, 0, mask);
             int rc = (int) SCHED_SETAFFINITY.invokeExact(0, 128L, set);
             if (rc != 0) {
                 throw new IllegalStateException("sched_setaffinity failed");

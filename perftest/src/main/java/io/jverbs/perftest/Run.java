@@ -113,7 +113,7 @@ final class Run {
         if (theirLine < 1 || theirLine > 4096) {
             throw new PerftestException("the peer's cache line size " + theirLine + " is implausible (1..4096)");
         }
-        int mine = c.mtuEnum != 0 ? c.mtuEnum : s.port.activeMtu();
+        int mine = s.mtuEnum();
         int theirs = oob.exchangeMtu(mine);
         mtu = theirs == 0 ? mine : Math.min(mine, theirs);
         String note = c.fitDatagramSize(128 << mtu);

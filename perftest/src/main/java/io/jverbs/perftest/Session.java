@@ -92,7 +92,7 @@ final class Session implements AutoCloseable {
             outReads = c.verb == Verb.READ || c.verb == Verb.ATOMIC
                     ? Math.max(1, Math.min(255, c.outs != null ? Math.min(c.outs, deviceRdAtom) : deviceRdAtom)) : 1;
             pd = context.allocateProtectionDomain();
-            cq = completionQueue(c.qps, !c.ud());
+            cq = completionQueue(c.qps, true);
             if (c.ud()) {
                 qps = new QueuePair[0];
                 datagrams = new DatagramQueuePair[c.qps];
@@ -122,12 +122,13 @@ final class Session implements AutoCloseable {
      * with events for -e. {@code confined}: confined to this thread (no lock per poll, and the
      * queue pairs on it confined too, no lock per post), for a session whose one thread posts,
      * polls and closes, as C's single-threaded loops do; in one rig boot that brought Java's
-     * read_lat 2 B t_min from 1.05x C to 1.01x. Events (-e) need the shared kind with a channel.
+     * read_lat 2 B t_min from 1.05x C to 1.01x. Events (-e) need the shared kind with a channel,
+     * and -c UD's datagram queue pairs post under their own lock, so both stay shared.
      */
     private CompletionQueue completionQueue(int queuePairs, boolean confined) {
         int perQp = c.tx + (c.verb == Verb.SEND ? c.rx : 0);
         return c.events ? context.createCompletionQueueWithEvents(perQp * queuePairs)
-                : confined ? context.createConfinedCompletionQueue(perQp * queuePairs)
+                : confined && !c.ud() ? context.createConfinedCompletionQueue(perQp * queuePairs)
                 : context.createCompletionQueue(perQp * queuePairs);
     }
 
@@ -135,6 +136,11 @@ final class Session implements AutoCloseable {
     private DatagramQueuePair createDatagram() {
         return DatagramQueuePair.create(pd, cq, Math.max(c.tx, c.rx), DatagramQueuePair.DEFAULT_QKEY,
                 gid != null ? gid.index() : -1);
+    }
+
+    /** This side's MTU (the enum, 1 = 256 B … 5 = 4096 B): {@code -m}, or the port's active MTU. */
+    int mtuEnum() {
+        return c.mtuEnum != 0 ? c.mtuEnum : port.activeMtu();
     }
 
     /** How many queue pairs (connected or datagram) this side runs: {@code -q}. */
@@ -173,7 +179,7 @@ final class Session implements AutoCloseable {
         this.outReads = base.outReads;
         this.inline = base.inline;
         boolean ud = base.datagrams != null;
-        this.cq = completionQueue(1, confined && !ud);
+        this.cq = completionQueue(1, confined);
         this.datagrams = ud ? new DatagramQueuePair[1] : null;
         this.qps = new QueuePair[ud ? 0 : 1];
         try {

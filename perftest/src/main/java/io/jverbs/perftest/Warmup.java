@@ -92,7 +92,7 @@ final class Warmup implements CompletionHandler {
         int size = Math.max(1, Math.min(c.sizes[0], 4096));
         if (c.ud()) {
             // a datagram is at most the MTU (the run itself cuts its size to the MTU the sides agree on)
-            size = Math.min(size, 128 << (c.mtuEnum != 0 ? c.mtuEnum : s.port.activeMtu()));
+            size = Math.min(size, 128 << s.mtuEnum());
         }
         Session[] twins;
         try {

@@ -170,6 +170,10 @@ class JavaToJavaTest {
      * warm-up takes the FFM linkage below them out of the clock). Each run's warm-up must have run
      * ({@code --alloc_report} prints its batches), {@code -c UD}'s on datagram twins included.
      */
+    /** The {@code --alloc_report} line of a warm-up that ran all its rounds of the measured loop, or had run them before. */
+    private static final Pattern WARMED_UP = Pattern.compile("Warm-up: \\d+ batches of .*; (300 rounds of the measured"
+            + " loop|the measured loop already warm in this JVM)");
+
     @Test
     void jsonReportAndZeroAllocation(TestDevice device, @org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
         String[][] cases = {{"write_bw"}, {"write_lat"}, {"send_bw"}, {"send_lat"}, {"read_bw"}, {"atomic_lat"},
@@ -195,8 +199,7 @@ class JavaToJavaTest {
                 Perf.Result s = Perf.await(server);
                 assertEquals(0, client.exit(), client.all());
                 assertEquals(0, s.exit(), s.all());
-                assertTrue(java.util.regex.Pattern.compile("Warm-up: \\d+ batches of .*; (300 rounds of the measured"
-                        + " loop|the measured loop already warm in this JVM)").matcher(client.out()).find(),
+                assertTrue(WARMED_UP.matcher(client.out()).find(),
                         name + ": the client's warm-up ran every round of the measured loop:\n" + client.out());
                 JsonNode json = new ObjectMapper().readTree(Files.readString(clientJson));
                 assertTrue(json.path("results").has("MsgSize"), "results in " + json);
