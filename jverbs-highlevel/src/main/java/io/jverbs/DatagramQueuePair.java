@@ -138,7 +138,8 @@ public final class DatagramQueuePair extends QueueEndpoint {
 
 
     /**
-     * Creates a UD queue pair and brings it to RTS.
+     * Creates a UD queue pair on port 1 and brings it to RTS: {@link #create(ProtectionDomain,
+     * CompletionQueue, int, int, int, int) create(pd, cq, depth, qkey, 1, gidIndex)}.
      *
      * @param pd    its protection domain (owns it)
      * @param cq    the completion queue of both directions
@@ -149,12 +150,35 @@ public final class DatagramQueuePair extends QueueEndpoint {
      * @throws VerbsException when creation or a transition fails
      */
     public static DatagramQueuePair create(ProtectionDomain pd, CompletionQueue cq, int depth, int qkey, int gidIndex) {
+        return create(pd, cq, depth, qkey, 1, gidIndex);
+    }
+
+    /**
+     * Creates a UD queue pair on one port of the device and brings it to RTS. Its
+     * {@link #address() address} carries that port's LID and GID, and its
+     * {@link #destination destinations} leave through that port.
+     *
+     * @param pd       its protection domain (owns it)
+     * @param cq       the completion queue of both directions
+     * @param depth    send and receive queue depth
+     * @param qkey     its Q_Key (peers send with it)
+     * @param portNum  the device port, 1 to the device's port count (a dual-port ConnectX has 1 and 2)
+     * @param gidIndex the GID index on that port, or -1 to choose
+     * @return the queue pair, ready to send and receive
+     * @throws IllegalArgumentException when the depth or the port number is out of range
+     * @throws VerbsException when the port cannot be queried, or creation or a transition fails
+     */
+    public static DatagramQueuePair create(ProtectionDomain pd, CompletionQueue cq, int depth, int qkey, int portNum,
+                                           int gidIndex) {
         if (depth < 1) {
             throw new IllegalArgumentException("depth must be at least 1");
         }
+        if (portNum < 1 || portNum > 255) {
+            throw new IllegalArgumentException("port must be 1 to 255, not " + portNum);
+        }
         Context context = pd.context();
-        Context.PortAttributes port = context.port(1);
-        Gid gid = gidIndex >= 0 ? context.gid(1, gidIndex) : context.chooseGid(1);
+        Context.PortAttributes port = context.port(portNum);
+        Gid gid = gidIndex >= 0 ? context.gid(portNum, gidIndex) : context.chooseGid(portNum);
         MemorySegment qp;
         synchronized (pd) {
             pd.ensureOpen("create a queue pair");
@@ -195,7 +219,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
             MemorySegment attr = a.allocate(ibv_qp_attr.LAYOUT);
             ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_INIT);
             ibv_qp_attr.pkey_index(attr, (short) 0);
-            ibv_qp_attr.port_num(attr, (byte) 1);
+            ibv_qp_attr.port_num(attr, (byte) port.port());
             ibv_qp_attr.qkey(attr, qkey);
             VerbsException.check("ibv_modify_qp", verbs_h.ibv_modify_qp(qp, attr, verbs_h.IBV_QP_STATE
                     | verbs_h.IBV_QP_PKEY_INDEX | verbs_h.IBV_QP_PORT | verbs_h.IBV_QP_QKEY), 0);
@@ -235,7 +259,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
         ensureOpen("make a destination");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(ibv_ah_attr.LAYOUT);
-            ibv_ah_attr.port_num(attr, (byte) 1);
+            ibv_ah_attr.port_num(attr, (byte) port.port());
             ibv_ah_attr.dlid(attr, (short) peer.lid());
             ibv_ah_attr.is_global(attr, (byte) 1);
             MemorySegment grh = ibv_ah_attr.grh(attr);

@@ -19,6 +19,7 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Unreliable datagram Send/Receive through jverbs-highlevel on a real device. */
 @DeviceTest
@@ -31,7 +32,14 @@ class DatagramTest {
             CompletionQueue ca = a.createCompletionQueue(32);
             CompletionQueue cb = b.createCompletionQueue(32);
             DatagramQueuePair sender = DatagramQueuePair.create(pa, ca, 8, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
-            DatagramQueuePair receiver = DatagramQueuePair.create(pb, cb, 8, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+            // the receiver names its port: rxe has one
+            DatagramQueuePair receiver = DatagramQueuePair.create(pb, cb, 8, DatagramQueuePair.DEFAULT_QKEY, 1, device.gidIndexEnv());
+            assertThrows(IllegalArgumentException.class,
+                    () -> DatagramQueuePair.create(pb, cb, 8, DatagramQueuePair.DEFAULT_QKEY, 0, -1), "port 0");
+            io.jverbs.ibverbs.VerbsException noPort = assertThrows(io.jverbs.ibverbs.VerbsException.class,
+                    () -> DatagramQueuePair.create(pb, cb, 8, DatagramQueuePair.DEFAULT_QKEY, 2, -1),
+                    "port 2 of the one-port " + device.name());
+            assertTrue(noPort.getMessage().startsWith("ibv_query_port failed"), noPort.getMessage());
             RegisteredBuffer out = pa.allocate(4096);
             RegisteredBuffer in = pb.allocate(4096);
             for (int i = 0; i < 3; i++) {

@@ -132,9 +132,9 @@ final class Session implements AutoCloseable {
                 : context.createCompletionQueue(perQp * queuePairs);
     }
 
-    /** A datagram queue pair on {@link #cq}, both depths the larger of -t and -r, C's Q_Key, this side's GID. */
+    /** A datagram queue pair on {@link #cq}, both depths the larger of -t and -r, C's Q_Key, -i's port, this side's GID. */
     private DatagramQueuePair createDatagram() {
-        return DatagramQueuePair.create(pd, cq, Math.max(c.tx, c.rx), DatagramQueuePair.DEFAULT_QKEY,
+        return DatagramQueuePair.create(pd, cq, Math.max(c.tx, c.rx), DatagramQueuePair.DEFAULT_QKEY, c.ibPort,
                 gid != null ? gid.index() : -1);
     }
 
