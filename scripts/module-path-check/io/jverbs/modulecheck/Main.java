@@ -18,7 +18,9 @@ import java.util.function.Supplier;
  * or without it ({@code disabled}). Prints {@code module-check: OK} when jverbs loaded libibverbs
  * and called into it through the public API, native access is what {@code args[0]} says, and
  * the restricted packages stay out of reach of this module; otherwise the problems, and exits 1.
- * Whether the JVM printed a native-access warning is for the caller to see on stderr.
+ * Whether the JVM printed a native-access warning is for the caller to see on stderr. With
+ * {@code device DEVICE enabled|thin-only} it runs {@link DeviceCheck} on that device instead,
+ * with or without io.jverbs.highlevel in the flag.
  */
 public final class Main {
     private static final String FLAG = "--enable-native-access=io.jverbs.ibverbs,io.jverbs.rdmacm";
@@ -28,6 +30,12 @@ public final class Main {
     }
 
     public static void main(String[] args) throws Exception {
+        if (args.length == 3 && args[0].equals("device")) {
+            // device DEVICE enabled|thin-only: whether io.jverbs.highlevel is in the flag too
+            PROBLEMS.addAll(DeviceCheck.run(args[1], args[2].equals("enabled")));
+            report(" on " + args[1]);
+            return;
+        }
         boolean enabled = args.length == 1 && args[0].equals("enabled");
         Module ibverbs = InlineVerbs.class.getModule();
         Module rdmacm = RdmaVerbs.class.getModule();
@@ -36,7 +44,8 @@ public final class Main {
         check("io.jverbs.rdmacm".equals(rdmacm.getName()), "RdmaVerbs is in module " + rdmacm);
         check(ibverbs.isNativeAccessEnabled() == enabled, "native access of io.jverbs.ibverbs: " + ibverbs.isNativeAccessEnabled());
         check(rdmacm.isNativeAccessEnabled() == enabled, "native access of io.jverbs.rdmacm: " + rdmacm.isNativeAccessEnabled());
-        check(FLAG.equals(Native.nativeAccessFlag()), "the flag jverbs names: " + Native.nativeAccessFlag());
+        // This module requires io.jverbs.highlevel, so it is in the layer and the flag jverbs names must include it.
+        check((FLAG + ",io.jverbs.highlevel").equals(Native.nativeAccessFlag()), "the flag jverbs names: " + Native.nativeAccessFlag());
 
         try (Arena arena = Arena.ofConfined()) {
             // Through libibverbs itself: ibv_qp_to_qp_ex reads a verbs_qp's comp_mask only; all zero: not a qp_ex.
@@ -62,8 +71,13 @@ public final class Main {
             }
         }, "NativeAccess.everything() by reflection");
 
+        report("");
+    }
+
+    /** Prints {@code module-check: OK} (and {@code where}), or the problems and exits 1. */
+    private static void report(String where) {
         if (PROBLEMS.isEmpty()) {
-            System.out.println("module-check: OK");
+            System.out.println("module-check: OK" + where);
         } else {
             PROBLEMS.forEach(p -> System.out.println("module-check: FAILED " + p));
             System.exit(1);
