@@ -52,14 +52,16 @@ final class Warmup implements CompletionHandler {
      */
     static final int LOOP_ROUNDS = 300;
     /**
-     * Iterations per latency round, 19,200 in all: past HotSpot's back-edge notification (every
-     * 8,192 back-edges of a loop in C1-profiled code), so that C2 compiles the latency loop during
-     * the warm-up. With 8 per round (2,400 in all) the notification first came inside the measured
-     * loop: {@code -XX:+PrintCompilation} showed LatLoop.runReadOrAtomic compiled at level 4, and
-     * OSR-compiled, while read_lat's first run measured (618 ms of compilation in its loop).
+     * Iterations per latency round, 19,200 in all. Under the launcher's C2-only flags the loop's
+     * method passes its scaled invocation threshold (200 calls) within {@link #LOOP_ROUNDS}, and
+     * its scaled back-edge threshold (a few hundred) in the first rounds. The count was set under
+     * tiered compilation, and stays for a user who brings it back: there C1-profiled code
+     * notifies the compiler every 8,192 back-edges, and with 8 iterations per round (2,400 in
+     * all) {@code -XX:+PrintCompilation} showed LatLoop.runReadOrAtomic compiled by C2 while
+     * read_lat's first run measured (618 ms of compilation in its loop).
      */
     static final int LAT_ROUND_ITERS = 64;
-    /** Iterations per bandwidth round, 9,600 in all: past the same notification ({@link #LAT_ROUND_ITERS}). */
+    /** Iterations per bandwidth round, 9,600 in all: past the same thresholds ({@link #LAT_ROUND_ITERS}). */
     static final int BW_ROUND_ITERS = 32;
 
     /**
