@@ -962,6 +962,128 @@ public final class QueuePair extends QueueEndpoint {
                     : "queue pair " + number + " is in error (" + errorText + "): " + what + " refused; make a new one");
     }
 
+    // ---- prepared requests ----
+
+    /**
+     * Prepares an RDMA Write of one local range to one remote range, to be posted many times with
+     * {@link #post(PreparedRequest, long, boolean)}. The ranges are checked now; a payload of at
+     * most {@link #maxInlineData()} bytes will go inline (copied at each post).
+     *
+     * @param local        the source, registered; must stay open while the request is posted
+     * @param localOffset  bytes from the start of {@code local}
+     * @param length       bytes each post writes
+     * @param remote       the peer's buffer (needs REMOTE_WRITE there)
+     * @param remoteOffset bytes from the start of {@code remote}
+     * @return the request, in this queue pair's memory until it closes (144 bytes)
+     * @throws IllegalStateException     when this queue pair or the buffer is closed
+     * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     */
+    public PreparedRequest prepareWrite(RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
+                                        long remoteOffset) {
+        return prepare(verbs_h.IBV_WR_RDMA_WRITE, local, localOffset, length, remote, remoteOffset, "prepare an RDMA Write");
+    }
+
+    /**
+     * Prepares an RDMA Read of one remote range into one local range (RC only), to be posted many
+     * times with {@link #post(PreparedRequest, long, boolean)}.
+     *
+     * @param local        the destination, registered; must stay open while the request is posted
+     * @param localOffset  bytes from the start of {@code local}
+     * @param length       bytes each post reads
+     * @param remote       the peer's buffer (needs REMOTE_READ there)
+     * @param remoteOffset bytes from the start of {@code remote}
+     * @return the request, in this queue pair's memory until it closes (144 bytes)
+     * @throws UnsupportedOperationException on a UC queue pair
+     * @throws IllegalStateException     when this queue pair or the buffer is closed
+     * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     */
+    public PreparedRequest prepareRead(RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
+                                       long remoteOffset) {
+        requireReliable("RDMA Read");
+        return prepare(verbs_h.IBV_WR_RDMA_READ, local, localOffset, length, remote, remoteOffset, "prepare an RDMA Read");
+    }
+
+    /**
+     * Prepares a Send of one local range, to be posted many times with
+     * {@link #post(PreparedRequest, long, boolean)}; a payload of at most
+     * {@link #maxInlineData()} bytes will go inline (copied at each post).
+     *
+     * @param local       the source, registered; must stay open while the request is posted
+     * @param localOffset bytes from the start of {@code local}
+     * @param length      bytes each post sends
+     * @return the request, in this queue pair's memory until it closes (144 bytes)
+     * @throws IllegalStateException     when this queue pair or the buffer is closed
+     * @throws IndexOutOfBoundsException when the range lies outside the buffer
+     */
+    public PreparedRequest prepareSend(RegisteredBuffer local, long localOffset, int length) {
+        return prepare(verbs_h.IBV_WR_SEND, local, localOffset, length, null, 0, "prepare a Send");
+    }
+
+    private synchronized PreparedRequest prepare(int opcode, RegisteredBuffer local, long localOffset, int length,
+                                                 RemoteBuffer remote, long remoteOffset, String what) {
+        ensureOpen(what);
+        local.checkRange(localOffset, length, what);
+        long remoteAddress = remote == null ? 0 : WorkRequests.remoteAddress(remote, remoteOffset, length, what);
+        boolean inline = length <= maxInline && length > 0 && opcode != verbs_h.IBV_WR_RDMA_READ;
+        MemorySegment m = arena.allocate(SEND_SGE + 16, 64); // the layout of the queue pair's own request
+        long wr = m.address() + SEND_WR;
+        long sge = m.address() + SEND_SGE;
+        WorkRequests.send(wr, sge, 0, opcode, inline ? verbs_h.IBV_SEND_INLINE : 0, 0, local.address() + localOffset,
+                length, local.lkey());
+        if (remote != null) {
+            WorkRequests.rdma(wr, remoteAddress, remote.rkey());
+        }
+        return new PreparedRequest(this, opcode, local, localOffset, length, inline, wr, sge);
+    }
+
+    /**
+     * Posts a prepared request with this post's work-request id: the post writes the id and the
+     * signal flag into the request (and copies an inline payload), checks what may have changed
+     * since it was prepared (this queue pair connected and not in error, the local buffer open),
+     * and hands it to the provider. Allocates nothing.
+     *
+     * @param request  made by this queue pair
+     * @param wrId     the caller's work-request id (0 to 2<sup>63</sup>−1), handed back in the completion
+     * @param signaled whether a completion is wanted (one in {@code signalEvery} is signaled anyway)
+     * @return {@link #OK} or {@link #SEND_QUEUE_FULL}
+     * @throws IllegalStateException    when not connected, in error, or closed, or the local buffer is closed
+     * @throws IllegalArgumentException when the request was made by another queue pair, or {@code wrId} is negative
+     * @throws WrongThreadException     when the queue pair is confined to another thread
+     * @throws VerbsException           when the provider refuses the post
+     */
+    public int post(PreparedRequest request, long wrId, boolean signaled) {
+        posting.lock("post a prepared request");
+        try {
+            return postLocked(request, wrId, signaled);
+        } finally {
+            posting.unlock();
+        }
+    }
+
+    private int postLocked(PreparedRequest request, long wrId, boolean signaled) {
+        checkPostable("post a prepared request");
+        if (request.queuePair() != this) {
+            throw new IllegalArgumentException("the prepared request belongs to queue pair " + request.queuePair().number()
+                    + ", not " + number);
+        }
+        RegisteredBuffer local = request.local();
+        local.checkRange(request.localOffset(), request.length(), "post a prepared request");
+        long id = userId(wrId);
+        int outstanding = sendOutstanding();
+        int depth = config.maxSendWr();
+        if (outstanding >= depth) {
+            return SEND_QUEUE_FULL;
+        }
+        boolean signal = signaled || unsignaledRun + 1 >= config.signalEvery() || outstanding + 1 >= depth;
+        int flags = signal ? verbs_h.IBV_SEND_SIGNALED : 0;
+        if (request.isInline()) {
+            flags |= verbs_h.IBV_SEND_INLINE;
+            WorkRequests.dataAddress(request.sgeAddress, copyInline(local, request.localOffset(), request.length()));
+        }
+        WorkRequests.idAndFlags(request.wrAddress, id, flags);
+        return submit(request.wrAddress, request.length(), signal);
+    }
+
     private int postSend(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
                          RemoteBuffer remote, long remoteOffset, int immediate, long compareAdd, long swap,
                          boolean signaled, String what) {
@@ -988,6 +1110,14 @@ public final class QueuePair extends QueueEndpoint {
         boolean signal = signaled || unsignaledRun + 1 >= config.signalEvery() || outstanding + 1 >= depth;
         fill(wrId, opcode, local, localOffset, length, remoteAddress, remote == null ? 0 : remote.rkey(), immediate,
                 compareAdd, swap, signal);
+        return submit(scratchAddress + SEND_WR, length, signal);
+    }
+
+    /**
+     * Posts one filled send request: publishes its ring entry when signaled, counts it, tells the
+     * latency tracker, calls the provider's post_send, and undoes the accounting when refused.
+     */
+    private int submit(long wrAddress, int length, boolean signal) {
         if (signal) {
             pushCover(unsignaledRun + 1);
         }
@@ -996,7 +1126,7 @@ public final class QueuePair extends QueueEndpoint {
         if (tracker != null) {
             tracker.posted(length, signal); // before: the completion may be polled before post_send returns
         }
-        int rc = WorkRequests.post(postSendFn, qpAddress, scratchAddress + SEND_WR, scratchAddress + BAD_WR);
+        int rc = WorkRequests.post(postSendFn, qpAddress, wrAddress, scratchAddress + BAD_WR);
         if (rc != 0) {
             if (tracker != null) {
                 tracker.refused(length, signal);

@@ -85,6 +85,20 @@ final class WorkRequests {
     }
 
     /**
+     * A prepared request's per-post part: its id and its flags (the immediate next to the flags
+     * stays 0; prepared requests carry none).
+     */
+    static void idAndFlags(long wr, long wrId, int flags) {
+        ALL.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId);
+        pair(wr + ibv_send_wr.send_flags$OFFSET, flags, 0);
+    }
+
+    /** Points an SGE at other data (a prepared inline request's copy). */
+    static void dataAddress(long sge, long data) {
+        ALL.set(LONG, sge + ibv_sge.addr$OFFSET, data);
+    }
+
+    /**
      * Two adjacent 32-bit fields in one store (num_sge and opcode, send_flags and imm_data, an
      * SGE's length and lkey: neighbours in every ABI rdma-core supports, checked at class load).
      */

@@ -5,6 +5,7 @@ import io.jverbs.CompletionFailedException;
 import io.jverbs.Context;
 import io.jverbs.Gid;
 import io.jverbs.QueuePair;
+import io.jverbs.PreparedRequest;
 import io.jverbs.QueuePairConfig;
 import io.jverbs.Rdma;
 import io.jverbs.RegisteredBuffer;
@@ -129,6 +130,72 @@ class TransferTest {
         assertEquals(QueuePair.OK, rc, "write " + wrId + " posted");
     }
 
+    /**
+     * Prepared requests: filled once, posted three times each with new ids and new bytes in the
+     * local buffer (taken at each post, inline or not); a Send; then the refusals (another queue
+     * pair's request, a range outside a buffer, a negative id, a closed local buffer), after which
+     * the queue pair still works.
+     */
+    @Test
+    void preparedRequestsPostedManyTimes(TestDevice device) throws Exception {
+        try (Loopback lb = new Loopback(device, 16384)) {
+            RemoteBuffer remote = lb.serverRemote();
+            QueuePair qp = lb.client.qp;
+            RegisteredBuffer buf = lb.client.buffer;
+            PreparedRequest small = qp.prepareWrite(buf, 0, 8, remote, 64);
+            PreparedRequest big = qp.prepareWrite(buf, 4096, 3000, remote, 8192);
+            PreparedRequest read = qp.prepareRead(buf, 12288, 8, remote, 64);
+            assertEquals(qp.maxInlineData() >= 8, small.isInline(), "8 bytes go inline when the limit allows: " + small);
+            assertEquals(qp.maxInlineData() >= 3000, big.isInline(), big.toString());
+            assertEquals(false, read.isInline(), "a read is never inline");
+            byte[] bytes = new byte[3000];
+            for (int round = 0; round < 3; round++) {
+                long word = 0x1111_2222_3333_4444L * (round + 1);
+                buf.segment().set(ValueLayout.JAVA_LONG, 0, word);
+                for (int i = 0; i < bytes.length; i++) {
+                    bytes[i] = (byte) (i * 7 + round);
+                }
+                buf.segment().asSlice(4096, bytes.length).copyFrom(java.lang.foreign.MemorySegment.ofArray(bytes));
+                assertEquals(QueuePair.OK, qp.post(small, 100 + round, true));
+                assertEquals(QueuePair.OK, qp.post(big, 200 + round, true));
+                List<Polling.Seen> writes = Polling.await(lb.client.cq, 2, T);
+                assertEquals(List.of(100L + round, 200L + round), writes.stream().map(Polling.Seen::wrId).toList(),
+                        "each post's own id, round " + round);
+                writes.forEach(w -> assertEquals("SUCCESS", w.statusName(), w.toString()));
+                assertEquals(word, lb.server.buffer.segment().get(ValueLayout.JAVA_LONG, 64), "round " + round + "'s word");
+                assertArrayEquals(bytes, lb.server.buffer.segment().asSlice(8192, bytes.length).toArray(ValueLayout.JAVA_BYTE),
+                        "round " + round + "'s 3000 bytes");
+                assertEquals(QueuePair.OK, qp.post(read, 300 + round, true));
+                assertEquals(300L + round, Polling.await(lb.client.cq, 1, T).get(0).wrId());
+                assertEquals(word, buf.segment().get(ValueLayout.JAVA_LONG, 12288), "read back, round " + round);
+            }
+            assertEquals(QueuePair.OK, lb.server.qp.receive(9, lb.server.buffer, 0, 64));
+            PreparedRequest send = qp.prepareSend(buf, 0, 8);
+            assertEquals(QueuePair.OK, qp.post(send, 400, true));
+            assertEquals(400L, Polling.await(lb.client.cq, 1, T).get(0).wrId());
+            Polling.Seen received = Polling.await(lb.server.cq, 1, T).get(0);
+            assertEquals(8, received.byteLength(), received.toString());
+
+            PreparedRequest foreign = lb.server.qp.prepareWrite(lb.server.buffer, 0, 8, remote, 0);
+            IllegalArgumentException other = assertThrows(IllegalArgumentException.class, () -> qp.post(foreign, 1, true));
+            assertTrue(other.getMessage().contains("belongs to queue pair " + lb.server.qp.number()), other.getMessage());
+            assertThrows(IndexOutOfBoundsException.class, () -> qp.prepareWrite(buf, 16380, 8, remote, 0), "local range");
+            assertThrows(IndexOutOfBoundsException.class, () -> qp.prepareRead(buf, 0, 8, remote, remote.length() - 4),
+                    "remote range");
+            assertThrows(IllegalArgumentException.class, () -> qp.post(small, -1, true), "a negative id");
+            RegisteredBuffer gone = lb.client.pd.allocate(4096);
+            PreparedRequest fromGone = qp.prepareWrite(gone, 0, 8, remote, 0);
+            gone.close();
+            IllegalStateException closed = assertThrows(IllegalStateException.class, () -> qp.post(fromGone, 1, true));
+            assertTrue(closed.getMessage().contains("registered buffer is closed"), closed.getMessage());
+            assertEquals(QueuePair.State.CONNECTED, qp.state(), "the refusals posted nothing");
+            assertEquals(QueuePair.OK, qp.post(small, 500, true));
+            assertEquals("SUCCESS", Polling.await(lb.client.cq, 1, T).get(0).statusName());
+            System.out.println("[device " + device.name() + "] prepared requests: 3 rounds of " + small + ", " + big
+                    + " and " + read + ", then a Send; refusals as expected");
+        }
+    }
+
     @Test
     void batchPostedAsOneList(TestDevice device) throws Exception {
         try (Loopback lb = new Loopback(device, 8192, c -> c.withDepth(16, 16).withSignalEvery(8), false)) {
@@ -219,6 +286,8 @@ class TransferTest {
                     () -> lb.client.qp.fetchAndAddAsync(lb.client.buffer, 0, remote, 0, 1));
             assertThrows(UnsupportedOperationException.class,
                     () -> lb.client.qp.newBatch(2).read(4, lb.client.buffer, 0, 8, remote, 0, true));
+            assertThrows(UnsupportedOperationException.class,
+                    () -> lb.client.qp.prepareRead(lb.client.buffer, 0, 8, remote, 0), "a prepared Read on UC");
             assertEquals(QueuePair.State.CONNECTED, lb.client.qp.state(), "a refused Read leaves the queue pair usable");
             assertEquals(QueuePair.OK, lb.client.qp.write(5, lb.client.buffer, 0, msg.length, remote, 6000, true));
             assertEquals("SUCCESS", Polling.await(lb.client.cq, 1, T).get(0).statusName());
