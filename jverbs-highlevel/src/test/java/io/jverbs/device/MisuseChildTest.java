@@ -76,6 +76,19 @@ class MisuseChildTest {
             b.close();
             return expectIse(() -> lb.client.qp.write(1, b, 0, 8, lb.serverRemote(), 0, true), "closed");
         });
+        CASES.put("post a prepared request after its buffer closed", lb -> {
+            // 8 bytes go inline: the post would copy from the freed memory if it did not check
+            RegisteredBuffer b = lb.client.buffer;
+            io.jverbs.PreparedRequest r = lb.client.qp.prepareWrite(b, 0, 8, lb.serverRemote(), 0);
+            b.close();
+            return expectIse(() -> lb.client.qp.post(r, 1, true), "closed");
+        });
+        CASES.put("post a prepared request after its queue pair closed", lb -> {
+            // the request lived in the queue pair's memory, freed by the close
+            io.jverbs.PreparedRequest r = lb.client.qp.prepareRead(lb.client.buffer, 0, 8, lb.serverRemote(), 0);
+            lb.client.qp.close();
+            return expectIse(() -> lb.client.qp.post(r, 1, true), "closed");
+        });
         CASES.put("peer writes into a closed buffer", lb -> {
             RemoteBuffer remote = lb.serverRemote();
             lb.server.buffer.close(); // deregistered and freed: the rkey the client holds is dead
