@@ -80,6 +80,7 @@ public class HighLevelBench {
     private MemorySegment rawQp;
     private MemorySegment rawCq;
     private MethodHandle cLoop;
+    private PreparedRequest prepared;
     private CompletionQueue cq;
     private QueuePair qp;
     private RegisteredBuffer buffer;
@@ -114,6 +115,7 @@ public class HighLevelBench {
         qp = QueuePair.wrapForBenchmark(world.qp(), cq, 1024, 1, confined);
         buffer = RegisteredBuffer.wrapForBenchmark(data, mr);
         remote = new RemoteBuffer(0x7f0000000000L, 1 << 20, 0x5678);
+        prepared = qp.prepareWrite(buffer, 0, BYTES, remote, 0);
         mem = arena.allocate(1024, 64);
         base = mem.address();
         MemorySegment ctx = ibv_qp.context(world.qp().reinterpret(ibv_qp.sizeof())).reinterpret(ibv_context.sizeof());
@@ -171,6 +173,18 @@ public class HighLevelBench {
         for (int i = 0; i < BATCH; i++) {
             if (qp.write(i, buffer, 0, BYTES, remote, 0, true) != QueuePair.OK || cq.poll(handler, 1) != 1) {
                 throw new IllegalStateException("write/poll");
+            }
+        }
+        return polledSum;
+    }
+
+    /** jverbs-highlevel, a prepared request: filled and checked once, each post writes the id and the signal flag. */
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public long highLevelPreparedWriteAndPoll() {
+        for (int i = 0; i < BATCH; i++) {
+            if (qp.post(prepared, i, true) != QueuePair.OK || cq.poll(handler, 1) != 1) {
+                throw new IllegalStateException("prepared write/poll");
             }
         }
         return polledSum;
