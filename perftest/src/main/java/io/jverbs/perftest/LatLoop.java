@@ -35,6 +35,8 @@ final class LatLoop implements CompletionHandler {
     private final RegisteredBuffer buf;
     private final MemorySegment mem;
     private final RemoteBuffer remote;
+    /** Write, Read or Send on {@link #qp}, filled once ({@link Session#latencyRequest}); null for atomics and UD. */
+    private final io.jverbs.PreparedRequest request;
     private final int size;
     private final boolean server;
     private final boolean timed;
@@ -68,6 +70,7 @@ final class LatLoop implements CompletionHandler {
         this.buf = s.buffer;
         this.mem = s.memory;
         this.remote = s.remote[0];
+        this.request = s.latencyRequest(size);
         this.size = size;
         this.server = server;
         this.timed = timed;
@@ -177,7 +180,7 @@ final class LatLoop implements CompletionHandler {
                 stamp(scnt, now);
                 scnt++;
                 mem.set(ValueLayout.JAVA_BYTE, postOff, (byte) scnt);
-                post(qp.write(scnt, buf, s.sourceOffset(0), size, remote, 0, true));
+                post(qp.post(request, scnt, true));
                 if (!awaitSends(scnt)) {
                     break;
                 }
@@ -230,7 +233,7 @@ final class LatLoop implements CompletionHandler {
                 stamp(scnt, now);
                 scnt++;
                 post(ud != null ? ud.send(scnt, to, buf, s.sourceOffset(0), size)
-                                : qp.send(scnt, buf, s.sourceOffset(0), size, true));
+                                : qp.post(request, scnt, true));
                 if (!awaitSends(scnt)) {
                     break;
                 }
@@ -255,7 +258,7 @@ final class LatLoop implements CompletionHandler {
             }
             stamp(k, now);
             // no switch on the enum here: its switch-map class would load (and allocate) inside the loop
-            int rc = c.verb == Verb.READ ? qp.read(k + 1, buf, s.sourceOffset(0), size, remote, 0, true)
+            int rc = c.verb == Verb.READ ? qp.post(request, k + 1, true)
                     : c.cas ? qp.compareAndSwap(k + 1, buf, s.sourceOffset(0), remote, 0, 0, 0, true)
                     : qp.fetchAndAdd(k + 1, buf, s.sourceOffset(0), remote, 0, 1, true);
             post(rc);

@@ -289,6 +289,28 @@ final class Session implements AutoCloseable {
         return r;
     }
 
+    /** The latency loop's prepared request ({@link #latencyRequest}), kept while the size stays. */
+    private io.jverbs.PreparedRequest latencyRequest;
+
+    /**
+     * The prepared request of the latency loops on queue pair 0 — Write or Read from its source
+     * slot to the peer's target slot, or Send from its source slot — for {@code size} bytes: made
+     * once per size (the warm-up's rounds and the measured loop reuse it), as C perftest fills its
+     * request once. Null for atomics and {@code -c UD}.
+     */
+    io.jverbs.PreparedRequest latencyRequest(int size) {
+        if (qps.length == 0 || c.verb == Verb.ATOMIC) {
+            return null;
+        }
+        if (latencyRequest == null || latencyRequest.length() != size) {
+            QueuePair qp = qps[0];
+            latencyRequest = c.verb == Verb.WRITE ? qp.prepareWrite(buffer, sourceOffset(0), size, remote[0], 0)
+                    : c.verb == Verb.READ ? qp.prepareRead(buffer, sourceOffset(0), size, remote[0], 0)
+                    : qp.prepareSend(buffer, sourceOffset(0), size);
+        }
+        return latencyRequest;
+    }
+
     /** Offset of queue pair {@code i}'s source slot. */
     long sourceOffset(int i) {
         return i * slot;
