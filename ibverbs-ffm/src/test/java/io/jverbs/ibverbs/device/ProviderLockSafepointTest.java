@@ -56,8 +56,12 @@ class ProviderLockSafepointTest {
     static final int ROUNDS = 200;
     /** JVM start and device setup in the child (7–17 s for the JVM alone under TCG). */
     private static final Duration STARTUP_TIMEOUT = Duration.ofSeconds(120);
-    /** The workload itself: 15–20 s under TCG with ordinary wr_start/start_poll (a deadlock never ends). */
-    static final Duration WORK_TIMEOUT = Duration.ofSeconds(60);
+    /**
+     * The workload itself: 15–20 s under TCG with ordinary wr_start/start_poll (a deadlock never
+     * ends); room for a host several times slower, since the child's own stall check restarts with
+     * every completion.
+     */
+    static final Duration WORK_TIMEOUT = Duration.ofSeconds(180);
     /** The fewest collections the run must have forced for its result to mean anything. */
     private static final int MIN_GCS = 10;
     private static final String READY = "ready:";
@@ -111,6 +115,7 @@ class ProviderLockSafepointTest {
      */
     public static final class Workload {
         private static final int DEPTH = 32;
+        /** No new completion for this long is a stall. */
         private static final Duration STALL = Duration.ofSeconds(45);
         /** Between forced collections: a full GC under TCG takes tens of ms, and the workers need time too. */
         private static final long GC_PAUSE_NANOS = 10_000_000;
@@ -218,12 +223,19 @@ class ProviderLockSafepointTest {
                 })));
             }
 
+            // A stall is STALL without a new completion (not a total: a slow host only slows the run).
             long deadline = started + STALL.toNanos();
+            long lastCompleted = -1;
             for (Thread w : workers) {
                 while (w.isAlive() && System.nanoTime() < deadline) {
                     w.join(2_000);
+                    long now = completed.get();
+                    if (now != lastCompleted) {
+                        lastCompleted = now;
+                        deadline = System.nanoTime() + STALL.toNanos();
+                    }
                     System.out.println("progress: posted " + posted.get(0) + " " + posted.get(1) + ", completions "
-                            + completed.get() + "/" + total + ", gcs " + gcs.get());
+                            + now + "/" + total + ", gcs " + gcs.get());
                 }
             }
             long workMs = (System.nanoTime() - started) / 1_000_000;

@@ -186,6 +186,8 @@ class RdmaCmModeTest {
 
     /** One rdma_cm connection from the test's side, with blocking send/receive of whole messages. */
     static final class FakePeer implements AutoCloseable {
+        /** When the script's last send began (0: none yet); read by the test thread after the client ends. */
+        volatile long lastSendAt;
         final Context ctx;
         final ProtectionDomain pd;
         final CompletionQueue cq;
@@ -253,6 +255,7 @@ class RdmaCmModeTest {
         }
 
         void send(byte[] bytes) throws InterruptedException {
+            lastSendAt = System.nanoTime();
             MemorySegment.copy(bytes, 0, buf.segment(), ValueLayout.JAVA_BYTE, 4096, bytes.length);
             assertEquals(QueuePair.OK, qp.send(2, buf, 4096, bytes.length, true));
             while (next(10_000)) {
@@ -287,6 +290,17 @@ class RdmaCmModeTest {
 
     /** Runs a jverbs-perftest -R client against a scripted rdma_cm server; asserts exit 1 within the bound. */
     private static Perf.Result clientAgainst(TestDevice device, Script script) throws Exception {
+        return clientAgainst(device, script, false);
+    }
+
+    /**
+     * Like {@link #clientAgainst(TestDevice, Script)}; with {@code badInput} the script ends by
+     * sending something wrong, and the bound runs from that last send: the client must name the
+     * bad input within the bound of receiving it. Such a client waits up to 20 s per message
+     * meanwhile, since the scripted server, a thread of this JVM, can itself be seconds late under
+     * emulation, and the client's timeout is not what these cases test.
+     */
+    private static Perf.Result clientAgainst(TestDevice device, Script script, boolean badInput) throws Exception {
         int port = Perf.freePort();
         try (FakePeer peer = new FakePeer(device); RdmaCm.Listener listener = RdmaCm.listen(ip(device), port)) {
             CompletableFuture<Long> connectedAt = new CompletableFuture<>();
@@ -301,17 +315,22 @@ class RdmaCmModeTest {
                     throw new IllegalStateException(e);
                 }
             });
-            Perf.Result r = Perf.run(Perf.concat(args(device, "write_bw", port), ip(device)));
-            long ms = (System.nanoTime() - connectedAt.getNow(System.nanoTime())) / 1_000_000;
+            Perf.Result r = badInput
+                    ? Perf.run(Perf.concat(args(device, "write_bw", port), "--handshake_timeout", "20", ip(device)))
+                    : Perf.run(Perf.concat(args(device, "write_bw", port), ip(device)));
+            long end = System.nanoTime();
+            long from = badInput && peer.lastSendAt != 0 ? peer.lastSendAt : connectedAt.getNow(end);
+            long ms = (end - from) / 1_000_000;
             try {
                 played.get(30, TimeUnit.SECONDS);
             } catch (Exception e) {
                 // the script may end in an error once the client has gone: only the client's behaviour is tested
             }
             System.out.println("-R client against a hostile rdma_cm server: exit " + r.exit() + " after " + ms
-                    + " ms of handshake: " + r.err().strip());
+                    + (badInput ? " ms after the bad input: " : " ms of handshake: ") + r.err().strip());
             assertEquals(1, r.exit(), "exit 1: " + r.all());
-            assertTrue(ms <= BOUND_MS, "the error came " + ms + " ms into the handshake (bound " + BOUND_MS + " ms): " + r.all());
+            assertTrue(ms <= BOUND_MS, "the error came " + ms + " ms " + (badInput ? "after the bad input" : "into the handshake")
+                    + " (bound " + BOUND_MS + " ms): " + r.all());
             return r;
         }
     }
@@ -327,7 +346,7 @@ class RdmaCmModeTest {
         Perf.Result r = clientAgainst(device, peer -> {
             peer.receive();
             peer.send("6.0".getBytes(StandardCharsets.US_ASCII));
-        });
+        }, true);
         assertTrue(r.err().contains("sent 3 bytes where the perftest version has 16"), r.err());
     }
 
@@ -338,7 +357,7 @@ class RdmaCmModeTest {
             byte[] junk = new byte[16];
             new java.util.Random(7).nextBytes(junk);
             peer.send(junk);
-        });
+        }, true);
         assertTrue(r.err().contains("is not a perftest: its version field is"), r.err());
     }
 
@@ -347,7 +366,7 @@ class RdmaCmModeTest {
         Perf.Result r = clientAgainst(device, peer -> {
             peer.receive();
             peer.send(Arrays.copyOf("5.60".getBytes(StandardCharsets.US_ASCII), 16));
-        });
+        }, true);
         assertTrue(r.err().contains("not compatible with versions older than 5.70 (the peer says 5.60)"), r.err());
     }
 
@@ -357,7 +376,7 @@ class RdmaCmModeTest {
             peer.preamble();
             peer.receive();
             peer.send(new byte[40]);
-        });
+        }, true);
         assertTrue(r.err().contains("sent 40 bytes where the sync before the rdma_cm connections has 56 or 64"), r.err());
     }
 
