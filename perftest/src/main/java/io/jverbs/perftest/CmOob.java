@@ -121,7 +121,8 @@ final class CmOob extends Oob implements CompletionHandler {
     static CmOob connect(Session s, String host, int port, long connectMs, long timeoutMs) {
         Parts p = parts(s);
         try {
-            CmConnection conn = connectRetrying(p.qp(), host, port, connectMs, "the rdma_cm control connection");
+            CmConnection conn = connectRetrying(p.qp(), host, port, connectMs, "the rdma_cm control connection",
+                    "--connect_timeout");
             return start(false, timeoutMs, host + ":" + port + " (rdma_cm)", p, conn, s);
         } catch (RuntimeException e) {
             p.close();
@@ -133,29 +134,31 @@ final class CmOob extends Oob implements CompletionHandler {
      * Connects one prepared queue pair through rdma_cm, retrying a refusal (the server may still
      * be setting up its listener, as C's 10 × 100 ms retries allow) until {@code connectMs}.
      *
+     * @param option the option that sets {@code connectMs}, named when it runs out
      * @throws PerftestException naming the rdma_cm event, or the time spent
      */
-    static CmConnection connectRetrying(QueuePair qp, String host, int port, long connectMs, String what) {
+    static CmConnection connectRetrying(QueuePair qp, String host, int port, long connectMs, String what,
+                                        String option) {
         long deadline = System.nanoTime() + connectMs * 1_000_000;
         while (true) {
             long left = (deadline - System.nanoTime()) / 1_000_000;
             if (left <= 0) {
                 throw new PerftestException("Couldn't make " + what + " to " + host + ":" + port + " within "
-                        + seconds(connectMs) + " (--connect_timeout): nothing accepted it");
+                        + seconds(connectMs) + " (" + option + "): nothing accepted it");
             }
             try {
                 return RdmaCm.connect(qp, host, port, Duration.ofMillis(left));
             } catch (RdmaCmException e) {
                 if (!e.isRefusal()) {
-                    // An attempt that used up the rest of the deadline is the --connect_timeout running out.
+                    // An attempt that used up the rest of the deadline is the option's bound running out.
                     String bound = System.nanoTime() >= deadline
-                            ? " within " + seconds(connectMs) + " (--connect_timeout)" : "";
+                            ? " within " + seconds(connectMs) + " (" + option + ")" : "";
                     throw new PerftestException("Couldn't make " + what + " to " + host + ":" + port + bound + ": "
                             + e.getMessage(), e);
                 }
                 if (System.nanoTime() + 100_000_000L >= deadline) {
                     throw new PerftestException("Couldn't make " + what + " to " + host + ":" + port + " within "
-                            + seconds(connectMs) + " (--connect_timeout): " + e.getMessage(), e);
+                            + seconds(connectMs) + " (" + option + "): " + e.getMessage(), e);
                 }
             } catch (VerbsException | IllegalStateException e) {
                 throw new PerftestException("Couldn't make " + what + " to " + host + ":" + port + ": " + e.getMessage(), e);

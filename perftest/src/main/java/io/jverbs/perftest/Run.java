@@ -186,7 +186,7 @@ final class Run {
             oob.exchangeRecord(empty, "the sync before the rdma_cm connections");
             for (int i = 0; i < s.count(); i++) {
                 data.add(CmOob.connectRetrying(s.qps[i], c.host, c.tcpPort, c.handshakeMs(),
-                        "the rdma_cm connection of QP " + i));
+                        "the rdma_cm connection of QP " + i, "--handshake_timeout"));
             }
         }
         oob.exchangeRecord(empty, "the sync after the rdma_cm connections");
