@@ -1024,7 +1024,7 @@ public final class QueuePair extends QueueEndpoint {
         ensureOpen(what);
         local.checkRange(localOffset, length, what);
         long remoteAddress = remote == null ? 0 : WorkRequests.remoteAddress(remote, remoteOffset, length, what);
-        boolean inline = length <= maxInline && length > 0 && opcode != verbs_h.IBV_WR_RDMA_READ;
+        boolean inline = inlines(opcode, length);
         MemorySegment m = arena.allocate(SEND_SGE + 16, 64); // the layout of the queue pair's own request
         long wr = m.address() + SEND_WR;
         long sge = m.address() + SEND_SGE;
@@ -1067,14 +1067,13 @@ public final class QueuePair extends QueueEndpoint {
                     + ", not " + number);
         }
         RegisteredBuffer local = request.local();
-        local.checkRange(request.localOffset(), request.length(), "post a prepared request");
+        local.checkOpen("post a prepared request"); // its range was checked when it was prepared
         long id = userId(wrId);
-        int outstanding = sendOutstanding();
-        int depth = config.maxSendWr();
-        if (outstanding >= depth) {
+        int room = signalOrFull(signaled);
+        if (room == FULL) {
             return SEND_QUEUE_FULL;
         }
-        boolean signal = signaled || unsignaledRun + 1 >= config.signalEvery() || outstanding + 1 >= depth;
+        boolean signal = room == SIGNALED;
         int flags = signal ? verbs_h.IBV_SEND_SIGNALED : 0;
         if (request.isInline()) {
             flags |= verbs_h.IBV_SEND_INLINE;
@@ -1102,15 +1101,36 @@ public final class QueuePair extends QueueEndpoint {
         checkPostable(what);
         local.checkRange(localOffset, length, what);
         long remoteAddress = remote == null ? 0 : remoteTarget(remote, remoteOffset, length, opcode, what);
-        int outstanding = sendOutstanding();
-        int depth = config.maxSendWr();
-        if (outstanding >= depth) {
+        int room = signalOrFull(signaled);
+        if (room == FULL) {
             return SEND_QUEUE_FULL;
         }
-        boolean signal = signaled || unsignaledRun + 1 >= config.signalEvery() || outstanding + 1 >= depth;
+        boolean signal = room == SIGNALED;
         fill(wrId, opcode, local, localOffset, length, remoteAddress, remote == null ? 0 : remote.rkey(), immediate,
                 compareAdd, swap, signal);
         return submit(scratchAddress + SEND_WR, length, signal);
+    }
+
+    private static final int FULL = -1;
+    private static final int UNSIGNALED = 0;
+    private static final int SIGNALED = 1;
+
+    /**
+     * Whether one more send request fits ({@link #FULL} when not), and whether it is signaled:
+     * when the caller wants it, when {@code signalEvery} is reached, or when it fills the queue.
+     */
+    private int signalOrFull(boolean signaled) {
+        int outstanding = sendOutstanding();
+        int depth = config.maxSendWr();
+        if (outstanding >= depth) {
+            return FULL;
+        }
+        return signaled || unsignaledRun + 1 >= config.signalEvery() || outstanding + 1 >= depth ? SIGNALED : UNSIGNALED;
+    }
+
+    /** Whether a payload of {@code length} bytes goes inline for {@code opcode}: Write and Send up to the limit. */
+    private boolean inlines(int opcode, int length) {
+        return length <= maxInline && length > 0 && !isAtomic(opcode) && opcode != verbs_h.IBV_WR_RDMA_READ;
     }
 
     /**
@@ -1167,7 +1187,7 @@ public final class QueuePair extends QueueEndpoint {
         boolean atomic = isAtomic(opcode);
         int flags = signal ? verbs_h.IBV_SEND_SIGNALED : 0;
         long dataAddress = local.address() + localOffset;
-        if (length <= maxInline && length > 0 && !atomic && opcode != verbs_h.IBV_WR_RDMA_READ) {
+        if (inlines(opcode, length)) {
             dataAddress = copyInline(local, localOffset, length);
             flags |= verbs_h.IBV_SEND_INLINE;
         }

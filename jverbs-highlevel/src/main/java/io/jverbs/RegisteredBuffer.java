@@ -164,12 +164,17 @@ public final class RegisteredBuffer extends Resource {
 
     /** Throws unless open and {@code [offset, offset + bytes)} lies inside; the hot path's check. */
     void checkRange(long offset, long bytes, String operation) {
-        if (isClosed()) { // without the monitor: a race with close ends in an error completion
-            throw new IllegalStateException("registered buffer is closed: cannot " + operation);
-        }
+        checkOpen(operation);
         if ((offset | bytes) < 0 || offset > length - bytes) {
             throw new IndexOutOfBoundsException(operation + ": local range [" + offset + ", " + offset + " + " + bytes
                     + ") is outside the registered buffer of " + length + " bytes");
+        }
+    }
+
+    /** Throws unless open; without the monitor: a race with close ends in an error completion. */
+    void checkOpen(String operation) {
+        if (isClosed()) {
+            throw new IllegalStateException("registered buffer is closed: cannot " + operation);
         }
     }
 
