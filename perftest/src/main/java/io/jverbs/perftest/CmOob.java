@@ -297,7 +297,7 @@ final class CmOob extends Oob implements CompletionHandler {
         } catch (IllegalStateException | VerbsException e) {
             throw new PerftestException("the rdma_cm control channel failed while waiting for " + what + ": " + e.getMessage(), e);
         }
-        if (failedStatus == FLUSH && !failedReceive && connection.isDisconnected()) {
+        if (failedStatus == FLUSH && !failedReceive && awaitDisconnect()) {
             // our send was flushed because the peer disconnected right after it received it (the
             // end of a session, as C's peers do); a later receive reports the disconnect
             failedStatus = -1;
@@ -312,6 +312,20 @@ final class CmOob extends Oob implements CompletionHandler {
                     : status.equals("LOC_LEN_ERR") ? " (the peer sent more than " + SLOT + " bytes)" : ""));
         }
         return got;
+    }
+
+    /**
+     * Whether the peer disconnected, waiting for rdma_cm to say so at most the handshake timeout:
+     * the flush of a send can be polled before the DISCONNECTED event that caused it has reached
+     * the connection's watcher (seen once in CI, a closing sync ended as WR_FLUSH_ERR).
+     */
+    private boolean awaitDisconnect() {
+        try {
+            return connection.awaitDisconnect(Duration.ofMillis(timeoutMs));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return connection.isDisconnected();
+        }
     }
 
     @Override
