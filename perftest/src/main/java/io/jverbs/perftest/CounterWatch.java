@@ -11,7 +11,8 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The port counters around a run: a snapshot when the device is opened, another after the run,
+ * The port counters around a run: a snapshot once the peer is connected (after both sides'
+ * warm-ups, before the handshake's exchange and the measured loop), another after the run,
  * and every counter that moved printed under the table and put in the JSON ({@code counter_deltas}),
  * whatever the driver calls it (retransmits, sequence errors, RNR, CNP/ECN where the device has
  * them). This side's only: the C perftest's wire protocol has no place for the peer's, so each

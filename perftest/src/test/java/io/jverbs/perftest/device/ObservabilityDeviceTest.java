@@ -43,13 +43,14 @@ class ObservabilityDeviceTest {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** write_bw server and client in this JVM, each with its own JSON report; returns {server, client} JSON. */
-    private static JsonNode[] writeBw(TestDevice device, Path dir, String iterations) throws Exception {
+    private static JsonNode[] writeBw(TestDevice device, Path dir, String iterations, boolean warmup) throws Exception {
         int port = Perf.freePort();
         List<String> common = new ArrayList<>(List.of("write_bw"));
         common.addAll(Perf.deviceArgs(device));
-        // --no_warmup: the warm-up's loopback traffic comes before perftest's own counter window but
-        // inside the independent one, which would then differ by it.
-        common.addAll(List.of("-s", "4096", "-n", iterations, "-p", Integer.toString(port), "--out_json", "--no_warmup"));
+        common.addAll(List.of("-s", "4096", "-n", iterations, "-p", Integer.toString(port), "--out_json"));
+        if (!warmup) {
+            common.add("--no_warmup");
+        }
         List<String> server = new ArrayList<>(common);
         server.addAll(List.of("--out_json_file", dir.resolve("server.json").toString()));
         CompletableFuture<Perf.Result> s = Perf.start(server.toArray(String[]::new));
@@ -75,7 +76,9 @@ class ObservabilityDeviceTest {
         RdmaCounters sysfs = RdmaCounters.sysfs(RdmaCounters.SYSFS_ROOT);
         Path dir = Files.createTempDirectory("obs-perftest");
         CounterSnapshot before = sysfs.snapshotAfter(device.name(), 1, System.nanoTime());
-        JsonNode[] json = writeBw(device, dir, "200");
+        // --no_warmup: the warm-up's loopback traffic comes before perftest's own counter window
+        // (warmUpStaysOutOfTheDeltas) but inside this independent one, which would then differ by it.
+        JsonNode[] json = writeBw(device, dir, "200", false);
         CounterDelta independent = sysfs.snapshotAfter(device.name(), 1, System.nanoTime()).since(before);
         System.out.println("independent (sysfs): " + independent.moved().stream().map(c -> c.name() + " +" + c.delta()).toList());
         assertTrue(independent.change("sent_pkts").orElseThrow().delta() >= 200 * 4, "200 writes of 4 KiB at MTU 1024: "
@@ -94,6 +97,26 @@ class ObservabilityDeviceTest {
                 assertTrue(independent.change(e.getKey()).isPresent() && independent.change(e.getKey()).get().delta() != 0,
                         "perftest reports " + e.getKey() + " moving, sysfs does not: " + independent.moved());
             }
+        }
+    }
+
+    /**
+     * With the warm-up on (the default), each side's window opens once the peer is connected, after
+     * both warm-ups: their loopback traffic (about 300 rounds of 32 writes of 4 KiB, tens of thousands
+     * of packets on the port both sides share here) must not appear in the deltas. 200 writes of 4 KiB
+     * at MTU 1024 are 800 packets; with acknowledgements at most twice that, and a little handshake.
+     */
+    @Test
+    void warmUpStaysOutOfTheDeltas(TestDevice device) throws Exception {
+        Path dir = Files.createTempDirectory("obs-perftest-warm");
+        JsonNode[] json = writeBw(device, dir, "200", true);
+        for (JsonNode side : json) {
+            String role = side.get("test_info").get("role").asText();
+            JsonNode moved = side.get("counter_deltas").get("moved");
+            long sent = moved.path("sent_pkts").asLong(-1);
+            System.out.println("perftest " + role + " with its warm-up on " + device.name() + ": sent_pkts +" + sent);
+            assertTrue(sent >= 200 * 4, role + ": the run's own 800 packets are counted: " + moved);
+            assertTrue(sent <= 2 * 200 * 4 + 200, role + ": no warm-up traffic in the window: " + moved);
         }
     }
 
@@ -136,7 +159,7 @@ class ObservabilityDeviceTest {
             scrapeSentPackets(http, uri, sent, device, seen);
             CompletableFuture<JsonNode[]> transfer = CompletableFuture.supplyAsync(() -> {
                 try {
-                    return writeBw(device, dir, "2000");
+                    return writeBw(device, dir, "2000", false);
                 } catch (Exception e) {
                     throw new RuntimeException(e);
                 }
