@@ -1129,7 +1129,7 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     /** Whether a payload of {@code length} bytes goes inline for {@code opcode}: Write and Send up to the limit. */
-    private boolean inlines(int opcode, int length) {
+    boolean inlines(int opcode, int length) {
         return length <= maxInline && length > 0 && !isAtomic(opcode) && opcode != verbs_h.IBV_WR_RDMA_READ;
     }
 
@@ -1168,12 +1168,12 @@ public final class QueuePair extends QueueEndpoint {
         }
     }
 
-    private static boolean isAtomic(int opcode) {
+    static boolean isAtomic(int opcode) {
         return opcode == verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP || opcode == verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD;
     }
 
     /** The remote address of a checked remote range (8-byte aligned for atomics). */
-    private static long remoteTarget(RemoteBuffer remote, long remoteOffset, int length, int opcode, String what) {
+    static long remoteTarget(RemoteBuffer remote, long remoteOffset, int length, int opcode, String what) {
         long remoteAddress = WorkRequests.remoteAddress(remote, remoteOffset, length, what);
         if (isAtomic(opcode) && (remoteAddress & 7) != 0) { // opcode first: folds away for a constant one
             throw misaligned(what, remoteAddress);

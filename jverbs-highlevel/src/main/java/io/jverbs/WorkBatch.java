@@ -7,9 +7,9 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /**
- * Send-side work requests collected and then posted as one linked list with a single
- * {@code ibv_post_send} ({@link QueuePair#post(WorkBatch)}): fewer doorbells for bursts of small
- * operations. Made by {@link QueuePair#newBatch(int)}, reused after each post; allocates nothing
+ * Send-side work requests (RDMA Write, Read, Send, compare-and-swap, fetch-and-add) collected and
+ * then posted as one linked list with a single {@code ibv_post_send} ({@link QueuePair#post(WorkBatch)}):
+ * fewer doorbells for bursts of small operations. Made by {@link QueuePair#newBatch(int)}, reused after each post; allocates nothing
  * after creation. Its memory belongs to the queue pair and is released when the queue pair closes.
  *
  * <p>Each add checks its ranges (as the single-request methods do) and copies inline payloads at
@@ -85,7 +85,7 @@ public final class WorkBatch {
      */
     public WorkBatch write(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
                            long remoteOffset, boolean wantSignal) {
-        return add(wrId, verbs_h.IBV_WR_RDMA_WRITE, local, localOffset, length, remote, remoteOffset, wantSignal);
+        return add(wrId, verbs_h.IBV_WR_RDMA_WRITE, local, localOffset, length, remote, remoteOffset, 0, 0, wantSignal);
     }
 
     /**
@@ -106,7 +106,7 @@ public final class WorkBatch {
     public WorkBatch read(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
                           long remoteOffset, boolean wantSignal) {
         qp.requireReliable("RDMA Read");
-        return add(wrId, verbs_h.IBV_WR_RDMA_READ, local, localOffset, length, remote, remoteOffset, wantSignal);
+        return add(wrId, verbs_h.IBV_WR_RDMA_READ, local, localOffset, length, remote, remoteOffset, 0, 0, wantSignal);
     }
 
     /**
@@ -122,11 +122,60 @@ public final class WorkBatch {
      * @throws IndexOutOfBoundsException when the range lies outside the buffer
      */
     public WorkBatch send(long wrId, RegisteredBuffer local, long localOffset, int length, boolean wantSignal) {
-        return add(wrId, verbs_h.IBV_WR_SEND, local, localOffset, length, null, 0, wantSignal);
+        return add(wrId, verbs_h.IBV_WR_SEND, local, localOffset, length, null, 0, 0, 0, wantSignal);
+    }
+
+    /**
+     * Adds a compare-and-swap on 8 remote bytes ({@link QueuePair#compareAndSwap}): if they equal
+     * {@code compare} they become {@code swap}, and the original value lands in the local 8 bytes.
+     *
+     * @param wrId         the caller's id
+     * @param local        where the original value lands (8 bytes)
+     * @param localOffset  offset in {@code local}
+     * @param remote       the peer's buffer (needs REMOTE_ATOMIC there)
+     * @param remoteOffset offset in {@code remote}; the address must be 8-byte aligned
+     * @param compare      the expected value
+     * @param swap         the new value
+     * @param wantSignal   whether a completion is wanted
+     * @return this batch
+     * @throws IllegalStateException     when the batch is full or a buffer is closed
+     * @throws IllegalArgumentException  when the remote address is not 8-byte aligned
+     * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     * @throws UnsupportedOperationException when the queue pair is UC (atomics need RC)
+     */
+    public WorkBatch compareAndSwap(long wrId, RegisteredBuffer local, long localOffset, RemoteBuffer remote,
+                                    long remoteOffset, long compare, long swap, boolean wantSignal) {
+        qp.requireReliable("compare-and-swap");
+        return add(wrId, verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP, local, localOffset, 8, remote, remoteOffset, compare, swap,
+                wantSignal);
+    }
+
+    /**
+     * Adds a fetch-and-add on 8 remote bytes ({@link QueuePair#fetchAndAdd}); the original value
+     * lands in the local 8 bytes.
+     *
+     * @param wrId         the caller's id
+     * @param local        where the original value lands (8 bytes)
+     * @param localOffset  offset in {@code local}
+     * @param remote       the peer's buffer (needs REMOTE_ATOMIC there)
+     * @param remoteOffset offset in {@code remote}; the address must be 8-byte aligned
+     * @param add          the value to add
+     * @param wantSignal   whether a completion is wanted
+     * @return this batch
+     * @throws IllegalStateException     when the batch is full or a buffer is closed
+     * @throws IllegalArgumentException  when the remote address is not 8-byte aligned
+     * @throws IndexOutOfBoundsException when a range lies outside its buffer
+     * @throws UnsupportedOperationException when the queue pair is UC (atomics need RC)
+     */
+    public WorkBatch fetchAndAdd(long wrId, RegisteredBuffer local, long localOffset, RemoteBuffer remote,
+                                 long remoteOffset, long add, boolean wantSignal) {
+        qp.requireReliable("fetch-and-add");
+        return add(wrId, verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD, local, localOffset, 8, remote, remoteOffset, add, 0,
+                wantSignal);
     }
 
     private WorkBatch add(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
-                          RemoteBuffer remote, long remoteOffset, boolean wantSignal) {
+                          RemoteBuffer remote, long remoteOffset, long compareAdd, long swap, boolean wantSignal) {
         if (wrId < 0) {
             throw new IllegalArgumentException("work-request ids are 0 to 2^63-1, not " + wrId);
         }
@@ -137,7 +186,7 @@ public final class WorkBatch {
         long remoteAddress = 0;
         int rkey = 0;
         if (remote != null) {
-            remoteAddress = WorkRequests.remoteAddress(remote, remoteOffset, length, "batch");
+            remoteAddress = QueuePair.remoteTarget(remote, remoteOffset, length, opcode, "batch");
             rkey = remote.rkey();
         }
         int i = size;
@@ -145,14 +194,18 @@ public final class WorkBatch {
         long sge = sgeBase + i * SGE_BYTES;
         long data = local.address() + localOffset;
         int flags = 0;
-        if (opcode != verbs_h.IBV_WR_RDMA_READ && length > 0 && length <= inlineSlot) {
+        if (qp.inlines(opcode, length)) { // the queue pair's rule: its max inline, Write and Send only
             long slot = inlineBase + (long) i * inlineSlot;
             MemorySegment.copy(local.segment(), localOffset, memory, slot, length);
             data = base + slot;
             flags = verbs_h.IBV_SEND_INLINE;
         }
         WorkRequests.send(memory, base, wr, sge, wrId, opcode, flags, 0, data, length, local.lkey());
-        WorkRequests.rdma(base + wr, remoteAddress, rkey);
+        if (QueuePair.isAtomic(opcode)) {
+            WorkRequests.atomic(base + wr, remoteAddress, rkey, compareAdd, swap);
+        } else {
+            WorkRequests.rdma(base + wr, remoteAddress, rkey);
+        }
         if (i > 0) {
             memory.set(LONG, (i - 1) * WR_BYTES + ibv_send_wr.next$OFFSET, base + wr);
         }

@@ -287,6 +287,9 @@ class TransferTest {
             assertThrows(UnsupportedOperationException.class,
                     () -> lb.client.qp.newBatch(2).read(4, lb.client.buffer, 0, 8, remote, 0, true));
             assertThrows(UnsupportedOperationException.class,
+                    () -> lb.client.qp.newBatch(2).fetchAndAdd(4, lb.client.buffer, 0, remote, 0, 1, true),
+                    "a batched atomic on UC");
+            assertThrows(UnsupportedOperationException.class,
                     () -> lb.client.qp.prepareRead(lb.client.buffer, 0, 8, remote, 0), "a prepared Read on UC");
             assertEquals(QueuePair.State.CONNECTED, lb.client.qp.state(), "a refused Read leaves the queue pair usable");
             assertEquals(QueuePair.OK, lb.client.qp.write(5, lb.client.buffer, 0, msg.length, remote, 6000, true));
@@ -310,6 +313,38 @@ class TransferTest {
             assertEquals(1000L, lb.server.buffer.segment().get(ValueLayout.JAVA_LONG, 64), "swapped");
             lb.client.qp.compareAndSwapAsync(lb.client.buffer, 16, remote, 64, 42, 7).get(T, TimeUnit.MILLISECONDS);
             assertEquals(1000L, lb.server.buffer.segment().get(ValueLayout.JAVA_LONG, 64), "no swap when compare differs");
+        }
+    }
+
+    /**
+     * Atomics in one post list: six fetch-and-adds on one remote word and a compare-and-swap after
+     * them, unsignaled but the last; each request's original value lands in its own local word, in
+     * posting order (the requests of one list execute in order on an RC queue pair).
+     */
+    @Test
+    void atomicsPostedAsOneList(TestDevice device) throws Exception {
+        try (Loopback lb = new Loopback(device, 4096, c -> c.withDepth(16, 16).withSignalEvery(8), false)) {
+            lb.server.buffer.segment().set(ValueLayout.JAVA_LONG, 128, 100L);
+            RemoteBuffer remote = lb.serverRemote();
+            io.jverbs.WorkBatch batch = lb.client.qp.newBatch(8);
+            for (int i = 0; i < 6; i++) {
+                batch.fetchAndAdd(i, lb.client.buffer, i * 8L, remote, 128, 10, false);
+            }
+            batch.compareAndSwap(6, lb.client.buffer, 48, remote, 128, 160, 7, true);
+            IllegalArgumentException misaligned = assertThrows(IllegalArgumentException.class,
+                    () -> batch.fetchAndAdd(9, lb.client.buffer, 0, remote, 132, 1, true));
+            assertTrue(misaligned.getMessage().contains("8-byte aligned"), misaligned.getMessage());
+            assertEquals(7, batch.size(), "a refused add leaves the batch as it was");
+            assertEquals(QueuePair.OK, lb.client.qp.post(batch));
+            List<Polling.Seen> seen = Polling.await(lb.client.cq, 1, T);
+            assertEquals(6L, seen.get(0).wrId(), "the signaled compare-and-swap completes");
+            assertEquals("SUCCESS", seen.get(0).statusName());
+            for (int i = 0; i < 6; i++) {
+                assertEquals(100L + 10 * i, lb.client.buffer.segment().get(ValueLayout.JAVA_LONG, i * 8L), "fetch-and-add " + i);
+            }
+            assertEquals(160L, lb.client.buffer.segment().get(ValueLayout.JAVA_LONG, 48), "compare-and-swap saw all six adds");
+            assertEquals(7L, lb.server.buffer.segment().get(ValueLayout.JAVA_LONG, 128), "and swapped");
+            System.out.println("batched atomics on " + device.name() + ": 6 fetch-and-adds and a compare-and-swap in one post");
         }
     }
 

@@ -289,8 +289,10 @@ final class BwLoop implements CompletionHandler {
                         batch.read(wrId, buf, src + off, size, remote[q], off, signaled);
                     } else if (verb == Verb.SEND) {
                         batch.send(wrId, buf, src + off, size, signaled);
+                    } else if (c.cas) {
+                        batch.compareAndSwap(wrId, buf, src + off, remote[q], off, 0, 0, signaled);
                     } else {
-                        throw new IllegalStateException("post lists of atomics are refused by the command line");
+                        batch.fetchAndAdd(wrId, buf, src + off, remote[q], off, 1, signaled);
                     }
                 }
                 if (qp.post(batch) != QueuePair.OK) {

@@ -234,8 +234,6 @@ final class PerftestCommand implements Callable<Integer> {
         boolean bw = kind == Kind.BW;
         refuse(postList < 1, "-l/--post_list must be 1 or more");
         refuse(postList > 1 && !bw, "Post list is supported in BW tests only");
-        refuse(postList > 1 && verb == Verb.ATOMIC, "-l/--post_list with atomics is not supported: jverbs-highlevel batches"
-                + " writes, reads and sends only");
         switch (connection) {
             case "RC" -> { }
             case "UC" -> {

@@ -366,11 +366,18 @@ final class Warmup implements CompletionHandler {
             if (client.datagrams != null) { // -c UD: send tests only
                 post(server.datagrams[0].receive(id, server.buffer, serverTarget, server.receiveLength(size)));
                 rc = client.datagrams[0].send(id, client.destinations[0], buf, 0, size);
-            } else if (list != null && c.verb != Verb.ATOMIC) {
+            } else if (list != null) {
                 list.clear();
                 switch (c.verb) {
                     case WRITE -> list.write(id, buf, 0, size, remote, 0, true);
                     case READ -> list.read(id, buf, 0, size, remote, 0, true);
+                    case ATOMIC -> {
+                        if (c.cas) {
+                            list.compareAndSwap(id, buf, 0, remote, 0, 0, 0, true);
+                        } else {
+                            list.fetchAndAdd(id, buf, 0, remote, 0, 1, true);
+                        }
+                    }
                     default -> list.send(id, buf, 0, size, true);
                 }
                 if (c.verb == Verb.SEND) {

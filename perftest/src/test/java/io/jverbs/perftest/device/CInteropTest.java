@@ -58,6 +58,17 @@ class CInteropTest {
         withCalibrationRetries(test, server, device, List.of("-c", "UD"));
     }
 
+    /**
+     * Post lists of atomics ({@code atomic_bw -l 4}): the Java client posts four fetch-and-adds per
+     * {@code ibv_post_send} (a WorkBatch) against C's server, and C's client its lists against the
+     * Java server; both sides agree on the row, and the Java poster says it moderates by the list.
+     */
+    @ParameterizedTest(name = "atomic_bw -l 4: {1} server, {2} client")
+    @CsvSource({"atomic_bw, C, Java", "atomic_bw, Java, C"})
+    void interoperatesWithAtomicPostLists(String test, String server, String client, TestDevice device) throws Exception {
+        withCalibrationRetries(test, server, device, List.of("-l", "4"));
+    }
+
     private void withCalibrationRetries(String test, String server, TestDevice device, List<String> extra)
             throws Exception {
         AssertionError last = null;
@@ -133,6 +144,11 @@ class CInteropTest {
         boolean cMeasures = cServer ? !(test.equals("read_lat") || test.equals("atomic_lat")) : true;
         if (cMeasures) {
             assertTrue(row.matcher(c.out()).find(), tool + " prints its row" + both);
+        }
+        if (extra.contains("-l")) {
+            Perf.Result poster = cServer ? java : c;
+            assertTrue(poster.out().contains("Post List requested - CQ moderation will be the size of the post list"),
+                    "the client posts lists" + both);
         }
         for (String type : new String[] {"UC", "UD"}) {
             if (extra.contains(type)) {
