@@ -115,6 +115,14 @@ public final class DatagramQueuePair extends QueueEndpoint {
     private final List<MemorySegment> ahs = new ArrayList<>();
     private int sendOutstanding;
     private int recvOutstanding;
+    /**
+     * How many send requests each outstanding signaled send retires when its completion is polled,
+     * in posting order (a ring of {@link #depth}): 1 for a single send, the run of unsignaled
+     * requests before it plus 1 in a {@link DatagramBatch}.
+     */
+    private final int[] covers;
+    private int coverHead;
+    private int coverCount;
     private String errorText;
 
     private DatagramQueuePair(ProtectionDomain pd, CompletionQueue cq, MemorySegment qp, int qkey, Gid gid,
@@ -129,6 +137,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
         this.gid = gid;
         this.port = port;
         this.depth = depth;
+        this.covers = new int[depth];
         this.scratch = arena.allocate(BAD_WR + 16, 64);
         this.scratchAddress = scratch.address();
         MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
@@ -291,29 +300,109 @@ public final class DatagramQueuePair extends QueueEndpoint {
      */
     public synchronized int send(long wrId, Destination to, RegisteredBuffer local, long localOffset, int length) {
         check("send", wrId);
-        if (to.owner != this) {
-            throw new IllegalArgumentException("the destination was made by another queue pair");
-        }
-        local.checkRange(localOffset, length, "send");
-        if (length > port.activeMtuBytes()) {
-            throw new IllegalArgumentException("a datagram carries at most the MTU (" + port.activeMtuBytes()
-                    + " bytes), not " + length);
-        }
+        checkSend(to, local, localOffset, length, "send");
         if (sendOutstanding >= depth) {
             return QueuePair.SEND_QUEUE_FULL;
         }
         MemorySegment s = scratch;
         WorkRequests.send(s, scratchAddress, SEND_WR, SEND_SGE, wrId, verbs_h.IBV_WR_SEND, verbs_h.IBV_SEND_SIGNALED, 0,
                 local.address() + localOffset, length, local.lkey());
-        long ud = SEND_WR + ibv_send_wr.wr$OFFSET;
-        s.set(LONG, ud + ibv_send_wr.wr.ud.ah$OFFSET, to.ah.address());
-        s.set(INT, ud + ibv_send_wr.wr.ud.remote_qpn$OFFSET, to.qpn);
-        s.set(INT, ud + ibv_send_wr.wr.ud.remote_qkey$OFFSET, to.qkey);
+        address(s, SEND_WR, to);
         int rc = WorkRequests.post(postSendFn, qpAddress, scratchAddress + SEND_WR, scratchAddress + BAD_WR);
         if (rc != 0) {
             throw VerbsException.of("ibv_post_send", rc);
         }
         sendOutstanding++;
+        pushCover(1);
+        return QueuePair.OK;
+    }
+
+    /** What every datagram send checks: its destination is this queue pair's, its range, the MTU. */
+    void checkSend(Destination to, RegisteredBuffer local, long localOffset, int length, String what) {
+        if (to.owner != this) {
+            throw new IllegalArgumentException("the destination was made by another queue pair");
+        }
+        local.checkRange(localOffset, length, what);
+        if (length > port.activeMtuBytes()) {
+            throw new IllegalArgumentException("a datagram carries at most the MTU (" + port.activeMtuBytes()
+                    + " bytes), not " + length);
+        }
+    }
+
+    /** Writes a send request's datagram part: the address handle, the peer's QPN and Q_Key. */
+    static void address(MemorySegment m, long wr, Destination to) {
+        long ud = wr + ibv_send_wr.wr$OFFSET;
+        m.set(LONG, ud + ibv_send_wr.wr.ud.ah$OFFSET, to.ah.address());
+        m.set(INT, ud + ibv_send_wr.wr.ud.remote_qpn$OFFSET, to.qpn);
+        m.set(INT, ud + ibv_send_wr.wr.ud.remote_qkey$OFFSET, to.qkey);
+    }
+
+    private void pushCover(int requests) {
+        covers[(coverHead + coverCount) % depth] = requests;
+        coverCount++;
+    }
+
+    /**
+     * A reusable batch of datagram sends for {@link #post(DatagramBatch)}.
+     *
+     * @param capacity the most sends in one post, 1 to the queue depth
+     * @return the batch, valid until this queue pair closes
+     * @throws IllegalArgumentException when capacity is out of range
+     * @throws IllegalStateException    when closed
+     */
+    public synchronized DatagramBatch newBatch(int capacity) {
+        ensureOpen("make a batch");
+        if (capacity < 1 || capacity > depth) {
+            throw new IllegalArgumentException("batch capacity 1.." + depth + ", not " + capacity);
+        }
+        return new DatagramBatch(this, capacity, arena.allocate(DatagramBatch.bytes(capacity), 64));
+    }
+
+    /**
+     * Posts a batch's sends as one list (one {@code ibv_post_send}) and clears the batch. Its last
+     * send is signaled whatever was asked; a completion retires every send of the batch before it.
+     *
+     * @param batch made by {@link #newBatch(int)} of this queue pair
+     * @return {@link QueuePair#OK}, or {@link QueuePair#SEND_QUEUE_FULL} when the whole list does not
+     *         fit (nothing posted; the batch is kept)
+     * @throws IllegalStateException    when closed or in error
+     * @throws IllegalArgumentException when the batch belongs to another queue pair
+     * @throws VerbsException when the provider refuses a send (the message says how many were posted)
+     */
+    public synchronized int post(DatagramBatch batch) {
+        check("post a batch", 0);
+        if (batch.owner() != this) {
+            throw new IllegalArgumentException("the batch belongs to another queue pair");
+        }
+        int n = batch.size();
+        if (n == 0) {
+            return QueuePair.OK;
+        }
+        if (sendOutstanding + n > depth) {
+            return QueuePair.SEND_QUEUE_FULL;
+        }
+        batch.signalLast();
+        int rc = WorkRequests.post(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
+        int posted = n;
+        if (rc != 0) {
+            int bad = batch.indexOf(scratch.get(LONG, BAD_WR));
+            posted = bad < 0 ? 0 : bad;
+        }
+        // this monitor keeps onCompletion out until the accounting is done
+        int run = 0;
+        for (int i = 0; i < posted; i++) {
+            if (batch.signalFlag(i)) {
+                pushCover(run + 1);
+                run = 0;
+            } else {
+                run++;
+            }
+        }
+        sendOutstanding += posted; // unsignaled sends after the last signaled one of a refused list stay counted
+        batch.clear();
+        if (rc != 0) {
+            throw new VerbsException("ibv_post_send", rc, posted + " of " + n + " sends of the batch were posted");
+        }
         return QueuePair.OK;
     }
 
@@ -366,8 +455,10 @@ public final class DatagramQueuePair extends QueueEndpoint {
         if (c.isSuccess()) {
             if (c.isReceive()) {
                 recvOutstanding--;
-            } else {
-                sendOutstanding--;
+            } else if (coverCount > 0) {
+                sendOutstanding -= covers[coverHead];
+                coverHead = (coverHead + 1) % depth;
+                coverCount--;
             }
         } else if (errorText == null) {
             errorText = c.statusName();

@@ -67,4 +67,61 @@ class DatagramTest {
             assertThrows(IllegalArgumentException.class, () -> sender.send(1, foreign, out, 0, 8), "another QP's destination");
         }
     }
+
+    /**
+     * Datagram post lists: three rounds of a batch of four sends (only the last signaled, as the
+     * batch forces) through a send queue of depth 8, which only works when each round's single
+     * completion gives the queue back the room of all four; every datagram arrives in order. Then
+     * the refusals: a full batch, a foreign destination, a datagram over the MTU, a batch of
+     * another queue pair, and a whole list that does not fit (SEND_QUEUE_FULL, nothing posted).
+     */
+    @Test
+    void datagramBatchesPostedAsOneList(TestDevice device) {
+        try (Context a = Rdma.open(device.name()); Context b = Rdma.open(device.name())) {
+            ProtectionDomain pa = a.allocateProtectionDomain();
+            ProtectionDomain pb = b.allocateProtectionDomain();
+            CompletionQueue ca = a.createCompletionQueue(32);
+            CompletionQueue cb = b.createCompletionQueue(32);
+            DatagramQueuePair sender = DatagramQueuePair.create(pa, ca, 8, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+            DatagramQueuePair receiver = DatagramQueuePair.create(pb, cb, 16, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+            RegisteredBuffer out = pa.allocate(4096);
+            RegisteredBuffer in = pb.allocate(16 * 256);
+            DatagramQueuePair.Destination to = sender.destination(receiver.address());
+            io.jverbs.DatagramBatch batch = sender.newBatch(4);
+            for (int round = 0; round < 3; round++) {
+                for (int i = 0; i < 4; i++) {
+                    int k = round * 4 + i;
+                    assertEquals(QueuePair.OK, receiver.receive(100 + k, in, k * 256L, 256));
+                    out.segment().set(ValueLayout.JAVA_LONG, k * 64L, 0x5EED0000L + k);
+                    batch.send(k, to, out, k * 64L, 8, false);
+                }
+                assertEquals(QueuePair.OK, sender.post(batch), "round " + round);
+                assertEquals(0, batch.size(), "posting clears the batch");
+                List<Polling.Seen> done = Polling.await(ca, 1, 20_000);
+                assertEquals(round * 4L + 3, done.get(0).wrId(), "one completion per batch, its last send's");
+                assertEquals("SUCCESS", done.get(0).statusName());
+            }
+            List<Polling.Seen> got = Polling.await(cb, 12, 20_000);
+            for (int k = 0; k < 12; k++) {
+                assertEquals(100L + k, got.get(k).wrId(), "datagram " + k + " in order");
+                assertEquals(0x5EED0000L + k, in.segment().get(ValueLayout.JAVA_LONG, k * 256L + DatagramQueuePair.GRH_BYTES));
+            }
+            for (int i = 0; i < 4; i++) {
+                batch.send(50 + i, to, out, 0, 8, false);
+            }
+            assertThrows(IllegalStateException.class, () -> batch.send(60, to, out, 0, 8, true), "a full batch");
+            DatagramQueuePair.Destination foreign = receiver.destination(sender.address());
+            io.jverbs.DatagramBatch small = sender.newBatch(2);
+            assertThrows(IllegalArgumentException.class, () -> small.send(1, foreign, out, 0, 8, true), "another QP's destination");
+            assertThrows(IllegalArgumentException.class, () -> small.send(1, to, out, 0, 4000, true), "over the MTU");
+            assertThrows(IllegalArgumentException.class, () -> receiver.post(small), "a batch of another queue pair");
+            assertThrows(IllegalArgumentException.class, () -> sender.newBatch(9), "more than the queue holds");
+            for (int i = 0; i < 6; i++) { // 6 single sends outstanding: the batch of 4 no longer fits in 8
+                assertEquals(QueuePair.OK, sender.send(70 + i, to, out, 0, 8));
+            }
+            assertEquals(QueuePair.SEND_QUEUE_FULL, sender.post(batch), "the whole list or nothing");
+            assertEquals(4, batch.size(), "a list that did not fit is kept");
+            System.out.println("datagram batches on " + device.name() + ": 3 lists of 4 through a queue of 8, 12 datagrams in order");
+        }
+    }
 }

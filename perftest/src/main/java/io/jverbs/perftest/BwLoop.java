@@ -3,6 +3,7 @@ package io.jverbs.perftest;
 import io.jverbs.Completion;
 import io.jverbs.CompletionHandler;
 import io.jverbs.CompletionQueue;
+import io.jverbs.DatagramBatch;
 import io.jverbs.DatagramQueuePair;
 import io.jverbs.QueuePair;
 import io.jverbs.RegisteredBuffer;
@@ -41,6 +42,8 @@ final class BwLoop implements CompletionHandler {
     /** -l: requests per ibv_post_send (1: single posts); the reusable batches, one per queue pair. */
     private final int postList;
     private final WorkBatch[] batches;
+    /** -l under -c UD: the datagram queue pairs' batches. */
+    private final DatagramBatch[] datagramBatches;
     private final long[] posted;
     private final long[] completedSeq;
     private final long[] recvPosted;
@@ -102,14 +105,23 @@ final class BwLoop implements CompletionHandler {
         this.cqMod = c.cqModResolved;
         this.verb = c.verb;
         this.postList = c.postList;
+        WorkBatch[] lists = null;
+        DatagramBatch[] datagramLists = null;
         if (postList > 1 && sender) {
-            batches = new WorkBatch[n];
-            for (int q = 0; q < n; q++) {
-                batches[q] = qps[q].newBatch(postList);
+            if (uds != null) {
+                datagramLists = new DatagramBatch[n];
+                for (int q = 0; q < n; q++) {
+                    datagramLists[q] = uds[q].newBatch(postList);
+                }
+            } else {
+                lists = new WorkBatch[n];
+                for (int q = 0; q < n; q++) {
+                    lists[q] = qps[q].newBatch(postList);
+                }
             }
-        } else {
-            batches = null;
         }
+        batches = lists;
+        datagramBatches = datagramLists;
         posted = new long[n];
         completedSeq = new long[n];
         recvPosted = new long[n];
@@ -222,7 +234,7 @@ final class BwLoop implements CompletionHandler {
     }
 
     private void postSends() {
-        if (batches != null) {
+        if (batches != null || datagramBatches != null) {
             postLists();
             return;
         }
@@ -265,8 +277,8 @@ final class BwLoop implements CompletionHandler {
      */
     private void postLists() {
         for (int q = 0; q < n; q++) {
-            QueuePair qp = qps[q];
-            WorkBatch batch = batches[q];
+            WorkBatch batch = batches != null ? batches[q] : null;
+            DatagramBatch datagrams = datagramBatches != null ? datagramBatches[q] : null; // -c UD
             long src = s.sourceOffset(q);
             while (posted[q] < target) {
                 int k = (int) Math.min(postList, target - posted[q]);
@@ -283,7 +295,9 @@ final class BwLoop implements CompletionHandler {
                     long off = inc == 0 ? 0 : ((seq - 1) % steps) * inc;
                     boolean signaled = seq % cqMod == 0 || seq == target;
                     long wrId = (seq << 16) | q;
-                    if (verb == Verb.WRITE) {
+                    if (datagrams != null) {
+                        datagrams.send(wrId, dests[q], buf, src + off, size, signaled);
+                    } else if (verb == Verb.WRITE) {
                         batch.write(wrId, buf, src + off, size, remote[q], off, signaled);
                     } else if (verb == Verb.READ) {
                         batch.read(wrId, buf, src + off, size, remote[q], off, signaled);
@@ -295,8 +309,12 @@ final class BwLoop implements CompletionHandler {
                         batch.fetchAndAdd(wrId, buf, src + off, remote[q], off, 1, signaled);
                     }
                 }
-                if (qp.post(batch) != QueuePair.OK) {
-                    batch.clear();
+                if ((datagrams != null ? uds[q].post(datagrams) : qps[q].post(batch)) != QueuePair.OK) {
+                    if (datagrams != null) {
+                        datagrams.clear();
+                    } else {
+                        batch.clear();
+                    }
                     break;
                 }
                 if (tposted != null) {

@@ -33,9 +33,12 @@ final class Report {
     void header(Session s, int mtuEnum) {
         out.println(LINE);
         String title = c.verb == Verb.ATOMIC ? "Atomic " + (c.cas ? "CMP_AND_SWAP" : "FETCH_AND_ADD") : c.verb.title;
-        out.println("                    " + title + " " + (c.kind == Kind.BW ? "BW " : "Latency ") + "Test");
+        // as C's title: "Bidirectional " and "Post List " before "BW " where they apply
+        String kind = c.kind == Kind.BW ? (c.bidirectional ? "Bidirectional " : "") + (c.postList > 1 ? "Post List " : "")
+                + "BW " : "Latency ";
+        out.println("                    " + title + " " + kind + "Test");
         if (c.events) {
-            out.println(" Test with events.");
+            out.println(" Test with events. Using " + s.context.name() + "_comp0"); // C's completion vector (EQ) 0
         }
         p(" Dual-port       : %s\t\tDevice         : %s\n", "OFF", s.context.name());
         p(" Number of qps   : %d\t\tTransport type : %s\n", s.count(), "IB");
@@ -44,6 +47,9 @@ final class Report {
         p(" ibv_wr* API     : %s\n", "OFF");
         if (!c.isServer() || c.bidirectional) {
             p(" TX depth        : %d\n", c.tx);
+        }
+        if (c.postList > 1) {
+            p(" Post List       : %d\n", c.postList);
         }
         if (c.verb == Verb.SEND && (c.isServer() || c.bidirectional || c.kind == Kind.LAT)) {
             p(" RX depth        : %d\n", c.rx);

@@ -106,7 +106,8 @@ final class Warmup implements CompletionHandler {
         Session client = twins[1];
         try {
             Warmup w = new Warmup(c);
-            WorkBatch batch = c.postList > 1 ? client.qps[0].newBatch(Math.min(c.postList, c.tx)) : null;
+            // -c UD: the batches below send single datagrams; the loop rounds then post the datagram lists
+            WorkBatch batch = c.postList > 1 && !c.ud() ? client.qps[0].newBatch(Math.min(c.postList, c.tx)) : null;
             long last = -1;
             int n = 0;
             int zeroRuns = 0;

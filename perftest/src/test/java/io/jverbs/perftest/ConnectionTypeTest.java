@@ -66,7 +66,13 @@ class ConnectionTypeTest {
     @Test
     void whatJverbsDoesNotYetDoIsRefusedAndSaysSo() {
         refused("-c UD with -R", Verb.SEND, Kind.BW, "-c", "UD", "-R");
-        refused("-l/--post_list with -c UD", Verb.SEND, Kind.BW, "-c", "UD", "-l", "4");
         refused("-c XRC is not supported", Verb.SEND, Kind.BW, "-c", "XRC");
+    }
+
+    @Test
+    void postListsOfDatagramsAndAtomicsAreTaken() {
+        assertEquals(4, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-l", "4").cqModResolved, "UD: moderation by the list, as C");
+        assertEquals(4, parsed(Verb.ATOMIC, Kind.BW, "-l", "4").cqModResolved, "atomics: moderation by the list, as C");
+        refused("Post list is supported in BW tests only", Verb.ATOMIC, Kind.LAT, "-l", "4");
     }
 }

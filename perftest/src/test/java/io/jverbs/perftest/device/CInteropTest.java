@@ -69,6 +69,16 @@ class CInteropTest {
         withCalibrationRetries(test, server, device, List.of("-l", "4"));
     }
 
+    /**
+     * Datagram post lists ({@code send_bw -c UD -l 4}): four datagrams per {@code ibv_post_send}
+     * (a DatagramBatch) from the Java client to C's server, and C's lists to the Java server.
+     */
+    @ParameterizedTest(name = "send_bw -c UD -l 4: {1} server, {2} client")
+    @CsvSource({"send_bw, C, Java", "send_bw, Java, C"})
+    void interoperatesOverUdWithPostLists(String test, String server, String client, TestDevice device) throws Exception {
+        withCalibrationRetries(test, server, device, List.of("-c", "UD", "-l", "4"));
+    }
+
     private void withCalibrationRetries(String test, String server, TestDevice device, List<String> extra)
             throws Exception {
         AssertionError last = null;
@@ -149,6 +159,8 @@ class CInteropTest {
             Perf.Result poster = cServer ? java : c;
             assertTrue(poster.out().contains("Post List requested - CQ moderation will be the size of the post list"),
                     "the client posts lists" + both);
+            Pattern list = Pattern.compile("(?m) Post List BW Test$[\\s\\S]* Post List       : 4$");
+            assertTrue(list.matcher(c.out()).find() && list.matcher(java.out()).find(), "both headers name the list" + both);
         }
         for (String type : new String[] {"UC", "UD"}) {
             if (extra.contains(type)) {

@@ -149,6 +149,7 @@ class JavaToJavaTest {
     void twoQueuePairsBidirectional(TestDevice device) throws Exception {
         Perf.Result[] r = pair(device, "write_bw", List.of("-q", "2", "-b"));
         assertTrue(r[1].out().contains("Number of qps   : 2"), r[1].out());
+        assertTrue(r[1].out().contains("RDMA_Write Bidirectional BW Test"), "C's title under -b:\n" + r[1].out());
         assertTrue(row("write_bw").matcher(r[0].out()).find() && row("write_bw").matcher(r[1].out()).find(),
                 "both sides print the summed row");
     }
@@ -159,6 +160,8 @@ class JavaToJavaTest {
         Perf.Result[] r = pair(device, "write_bw", List.of("-l", "4"));
         assertTrue(r[1].out().contains("Post List requested - CQ moderation will be the size of the post list"), r[1].out());
         assertTrue(r[1].out().contains("CQ Moderation   : 4"), r[1].out());
+        assertTrue(r[1].out().contains("RDMA_Write Post List BW Test") && r[1].out().contains(" Post List       : 4"),
+                "C's title and line under -l:\n" + r[1].out());
         assertTrue(row("write_bw").matcher(r[1].out()).find() && row("write_bw").matcher(r[0].out()).find(),
                 "both sides print the client's row:\n" + r[1].out() + "\n" + r[0].out());
     }
@@ -177,7 +180,8 @@ class JavaToJavaTest {
     @Test
     void jsonReportAndZeroAllocation(TestDevice device, @org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
         String[][] cases = {{"write_bw"}, {"write_lat"}, {"send_bw"}, {"send_lat"}, {"read_bw"}, {"atomic_lat"},
-                            {"send_lat", "-c", "UD"}, {"send_bw", "-c", "UD"}};
+                            {"send_lat", "-c", "UD"}, {"send_bw", "-c", "UD"}, {"send_bw", "-c", "UD", "-l", "4"},
+                            {"atomic_bw", "-l", "4"}};
         for (String[] k : cases) {
             String test = k[0];
             List<String> extra = List.of(k).subList(1, k.length);
