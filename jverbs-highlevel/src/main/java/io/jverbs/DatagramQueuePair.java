@@ -355,7 +355,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
         if (capacity < 1 || capacity > depth) {
             throw new IllegalArgumentException("batch capacity 1.." + depth + ", not " + capacity);
         }
-        return new DatagramBatch(this, capacity, arena.allocate(DatagramBatch.bytes(capacity), 64));
+        return new DatagramBatch(this, capacity, arena.allocate(PostList.listBytes(capacity), 64));
     }
 
     /**
@@ -381,7 +381,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
         if (sendOutstanding + n > depth) {
             return QueuePair.SEND_QUEUE_FULL;
         }
-        batch.signalLast();
+        batch.signal(n - 1, true); // its completion retires the whole list's room
         int rc = WorkRequests.post(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
         int posted = n;
         if (rc != 0) {

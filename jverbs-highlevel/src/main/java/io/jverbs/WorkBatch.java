@@ -1,10 +1,8 @@
 package io.jverbs;
 
-import io.jverbs.ibverbs.raw.ibv_send_wr;
 import io.jverbs.ibverbs.raw.verbs_h;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 
 /**
  * Send-side work requests (RDMA Write, Read, Send, compare-and-swap, fetch-and-add) collected and
@@ -15,58 +13,22 @@ import java.lang.foreign.ValueLayout;
  * <p>Each add checks its ranges (as the single-request methods do) and copies inline payloads at
  * once. Not thread-safe: fill and post a batch from one thread.
  */
-public final class WorkBatch {
-    static final long WR_BYTES = 128;
-    static final long SGE_BYTES = 16;
-    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
-    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
-
+public final class WorkBatch extends PostList {
     private final QueuePair qp;
-    private final int capacity;
-    private final MemorySegment memory;
-    private final long base;
-    private final long sgeBase;
     private final long inlineBase;
     private final int inlineSlot;
     private final boolean[] signaled;
-    private int size;
 
     WorkBatch(QueuePair qp, int capacity, MemorySegment memory, int inlineSlot) {
+        super(capacity, memory);
         this.qp = qp;
-        this.capacity = capacity;
-        this.memory = memory;
-        this.base = memory.address();
-        this.sgeBase = capacity * WR_BYTES;
-        this.inlineBase = sgeBase + capacity * SGE_BYTES;
+        this.inlineBase = listBytes(capacity);
         this.inlineSlot = inlineSlot;
         this.signaled = new boolean[capacity];
     }
 
     static long bytes(int capacity, int inlineSlot) {
-        return capacity * (WR_BYTES + SGE_BYTES + inlineSlot);
-    }
-
-    /**
-     * Returns how many requests are collected.
-     *
-     * @return requests waiting for {@link QueuePair#post(WorkBatch)}
-     */
-    public int size() {
-        return size;
-    }
-
-    /**
-     * Returns the most requests one batch holds.
-     *
-     * @return the capacity
-     */
-    public int capacity() {
-        return capacity;
-    }
-
-    /** Drops the collected requests. */
-    public void clear() {
-        size = 0;
+        return listBytes(capacity) + (long) capacity * inlineSlot;
     }
 
     /**
@@ -176,12 +138,7 @@ public final class WorkBatch {
 
     private WorkBatch add(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
                           RemoteBuffer remote, long remoteOffset, long compareAdd, long swap, boolean wantSignal) {
-        if (wrId < 0) {
-            throw new IllegalArgumentException("work-request ids are 0 to 2^63-1, not " + wrId);
-        }
-        if (size == capacity) {
-            throw new IllegalStateException("the batch is full (" + capacity + " requests): post it first");
-        }
+        int i = nextIndex(wrId);
         local.checkRange(localOffset, length, "batch");
         long remoteAddress = 0;
         int rkey = 0;
@@ -189,9 +146,7 @@ public final class WorkBatch {
             remoteAddress = QueuePair.remoteTarget(remote, remoteOffset, length, opcode, "batch");
             rkey = remote.rkey();
         }
-        int i = size;
-        long wr = i * WR_BYTES;
-        long sge = sgeBase + i * SGE_BYTES;
+        long wr = wrOffset(i);
         long data = local.address() + localOffset;
         int flags = 0;
         if (qp.inlines(opcode, length)) { // the queue pair's rule: its max inline, Write and Send only
@@ -200,17 +155,14 @@ public final class WorkBatch {
             data = base + slot;
             flags = verbs_h.IBV_SEND_INLINE;
         }
-        WorkRequests.send(memory, base, wr, sge, wrId, opcode, flags, 0, data, length, local.lkey());
+        WorkRequests.send(memory, base, wr, sgeOffset(i), wrId, opcode, flags, 0, data, length, local.lkey());
         if (QueuePair.isAtomic(opcode)) {
             WorkRequests.atomic(base + wr, remoteAddress, rkey, compareAdd, swap);
         } else {
             WorkRequests.rdma(base + wr, remoteAddress, rkey);
         }
-        if (i > 0) {
-            memory.set(LONG, (i - 1) * WR_BYTES + ibv_send_wr.next$OFFSET, base + wr);
-        }
         signaled[i] = wantSignal;
-        size++;
+        added(i);
         return this;
     }
 
@@ -220,31 +172,5 @@ public final class WorkBatch {
 
     boolean wantsSignal(int i) {
         return signaled[i];
-    }
-
-    /** Sets request {@code i}'s signaled flag as the queue pair's moderation decided. */
-    void signal(int i, boolean on) {
-        long at = i * WR_BYTES + ibv_send_wr.send_flags$OFFSET;
-        int flags = memory.get(INT, at);
-        memory.set(INT, at, on ? flags | verbs_h.IBV_SEND_SIGNALED : flags & ~verbs_h.IBV_SEND_SIGNALED);
-    }
-
-    boolean signalFlag(int i) {
-        return (memory.get(INT, i * WR_BYTES + ibv_send_wr.send_flags$OFFSET) & verbs_h.IBV_SEND_SIGNALED) != 0;
-    }
-
-    /** The payload length of request {@code i} (its SGE's). */
-    int lengthOf(int i) {
-        return memory.get(INT, sgeBase + i * SGE_BYTES + io.jverbs.ibverbs.raw.ibv_sge.length$OFFSET);
-    }
-
-    long firstAddress() {
-        return base;
-    }
-
-    /** The index of the request at {@code address} (where post_send stopped), or -1. */
-    int indexOf(long address) {
-        long offset = address - base;
-        return offset >= 0 && offset < size * WR_BYTES && offset % WR_BYTES == 0 ? (int) (offset / WR_BYTES) : -1;
     }
 }

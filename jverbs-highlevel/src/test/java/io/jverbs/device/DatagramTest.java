@@ -24,24 +24,33 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** Unreliable datagram Send/Receive through jverbs-highlevel on a real device. */
 @DeviceTest
 class DatagramTest {
+    /** One side of a datagram exchange: its own device context, protection domain and completion queue. */
+    private record Side(Context context, ProtectionDomain pd, CompletionQueue cq) implements AutoCloseable {
+        static Side open(TestDevice device) {
+            Context c = Rdma.open(device.name());
+            return new Side(c, c.allocateProtectionDomain(), c.createCompletionQueue(32));
+        }
+
+        @Override
+        public void close() {
+            context.close();
+        }
+    }
+
     @Test
     void datagramsArriveAfterTheRoutingHeader(TestDevice device) {
-        try (Context a = Rdma.open(device.name()); Context b = Rdma.open(device.name())) {
-            ProtectionDomain pa = a.allocateProtectionDomain();
-            ProtectionDomain pb = b.allocateProtectionDomain();
-            CompletionQueue ca = a.createCompletionQueue(32);
-            CompletionQueue cb = b.createCompletionQueue(32);
-            DatagramQueuePair sender = DatagramQueuePair.create(pa, ca, 8, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+        try (Side a = Side.open(device); Side b = Side.open(device)) {
+            DatagramQueuePair sender = DatagramQueuePair.create(a.pd(), a.cq(), 8, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
             // the receiver names its port: rxe has one
-            DatagramQueuePair receiver = DatagramQueuePair.create(pb, cb, 8, DatagramQueuePair.DEFAULT_QKEY, 1, device.gidIndexEnv());
+            DatagramQueuePair receiver = DatagramQueuePair.create(b.pd(), b.cq(), 8, DatagramQueuePair.DEFAULT_QKEY, 1, device.gidIndexEnv());
             assertThrows(IllegalArgumentException.class,
-                    () -> DatagramQueuePair.create(pb, cb, 8, DatagramQueuePair.DEFAULT_QKEY, 0, -1), "port 0");
+                    () -> DatagramQueuePair.create(b.pd(), b.cq(), 8, DatagramQueuePair.DEFAULT_QKEY, 0, -1), "port 0");
             io.jverbs.ibverbs.VerbsException noPort = assertThrows(io.jverbs.ibverbs.VerbsException.class,
-                    () -> DatagramQueuePair.create(pb, cb, 8, DatagramQueuePair.DEFAULT_QKEY, 2, -1),
+                    () -> DatagramQueuePair.create(b.pd(), b.cq(), 8, DatagramQueuePair.DEFAULT_QKEY, 2, -1),
                     "port 2 of the one-port " + device.name());
             assertTrue(noPort.getMessage().startsWith("ibv_query_port failed"), noPort.getMessage());
-            RegisteredBuffer out = pa.allocate(4096);
-            RegisteredBuffer in = pb.allocate(4096);
+            RegisteredBuffer out = a.pd().allocate(4096);
+            RegisteredBuffer in = b.pd().allocate(4096);
             for (int i = 0; i < 3; i++) {
                 assertEquals(QueuePair.OK, receiver.receive(10 + i, in, i * 1024L, 1024));
             }
@@ -51,8 +60,8 @@ class DatagramTest {
                 out.segment().asSlice(i * 256L, msg.length).copyFrom(MemorySegment.ofArray(msg));
                 assertEquals(QueuePair.OK, sender.send(i, to, out, i * 256L, msg.length));
             }
-            Polling.await(ca, 3, 20_000).forEach(s -> assertEquals("SUCCESS", s.statusName(), s.toString()));
-            List<Polling.Seen> got = Polling.await(cb, 3, 20_000);
+            Polling.await(a.cq(), 3, 20_000).forEach(s -> assertEquals("SUCCESS", s.statusName(), s.toString()));
+            List<Polling.Seen> got = Polling.await(b.cq(), 3, 20_000);
             for (int i = 0; i < 3; i++) {
                 byte[] msg = ("datagram " + i + " on " + device.name()).getBytes(StandardCharsets.US_ASCII);
                 Polling.Seen s = got.get(i);
@@ -77,15 +86,11 @@ class DatagramTest {
      */
     @Test
     void datagramBatchesPostedAsOneList(TestDevice device) {
-        try (Context a = Rdma.open(device.name()); Context b = Rdma.open(device.name())) {
-            ProtectionDomain pa = a.allocateProtectionDomain();
-            ProtectionDomain pb = b.allocateProtectionDomain();
-            CompletionQueue ca = a.createCompletionQueue(32);
-            CompletionQueue cb = b.createCompletionQueue(32);
-            DatagramQueuePair sender = DatagramQueuePair.create(pa, ca, 8, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
-            DatagramQueuePair receiver = DatagramQueuePair.create(pb, cb, 16, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
-            RegisteredBuffer out = pa.allocate(4096);
-            RegisteredBuffer in = pb.allocate(16 * 256);
+        try (Side a = Side.open(device); Side b = Side.open(device)) {
+            DatagramQueuePair sender = DatagramQueuePair.create(a.pd(), a.cq(), 8, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+            DatagramQueuePair receiver = DatagramQueuePair.create(b.pd(), b.cq(), 16, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+            RegisteredBuffer out = a.pd().allocate(4096);
+            RegisteredBuffer in = b.pd().allocate(16 * 256);
             DatagramQueuePair.Destination to = sender.destination(receiver.address());
             io.jverbs.DatagramBatch batch = sender.newBatch(4);
             for (int round = 0; round < 3; round++) {
@@ -97,11 +102,11 @@ class DatagramTest {
                 }
                 assertEquals(QueuePair.OK, sender.post(batch), "round " + round);
                 assertEquals(0, batch.size(), "posting clears the batch");
-                List<Polling.Seen> done = Polling.await(ca, 1, 20_000);
+                List<Polling.Seen> done = Polling.await(a.cq(), 1, 20_000);
                 assertEquals(round * 4L + 3, done.get(0).wrId(), "one completion per batch, its last send's");
                 assertEquals("SUCCESS", done.get(0).statusName());
             }
-            List<Polling.Seen> got = Polling.await(cb, 12, 20_000);
+            List<Polling.Seen> got = Polling.await(b.cq(), 12, 20_000);
             for (int k = 0; k < 12; k++) {
                 assertEquals(100L + k, got.get(k).wrId(), "datagram " + k + " in order");
                 assertEquals(0x5EED0000L + k, in.segment().get(ValueLayout.JAVA_LONG, k * 256L + DatagramQueuePair.GRH_BYTES));
