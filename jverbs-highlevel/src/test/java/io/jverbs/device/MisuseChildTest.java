@@ -89,6 +89,26 @@ class MisuseChildTest {
             lb.client.qp.close();
             return expectIse(() -> lb.client.qp.post(r, 1, true), "closed");
         });
+        CASES.put("fill or post a batch after its queue pair closed", lb -> {
+            // the batch's requests live in the queue pair's memory, freed by the close
+            io.jverbs.WorkBatch batch = lb.client.qp.newBatch(2);
+            batch.write(1, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true);
+            lb.client.qp.close();
+            String post = expectIse(() -> lb.client.qp.post(batch), "closed");
+            String fill = expectIse(() -> batch.write(2, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true), "");
+            return post + "; a fill: " + fill;
+        });
+        CASES.put("fill or post a datagram batch after its queue pair closed", lb -> {
+            io.jverbs.DatagramQueuePair ud = io.jverbs.DatagramQueuePair.create(lb.client.pd, lb.client.cq, 4,
+                    io.jverbs.DatagramQueuePair.DEFAULT_QKEY, -1);
+            io.jverbs.DatagramQueuePair.Destination self = ud.destination(ud.address());
+            io.jverbs.DatagramBatch batch = ud.newBatch(2);
+            batch.send(1, self, lb.client.buffer, 0, 8, true);
+            ud.close();
+            String post = expectIse(() -> ud.post(batch), "closed");
+            String fill = expectIse(() -> batch.send(2, self, lb.client.buffer, 0, 8, true), "");
+            return post + "; a fill: " + fill;
+        });
         CASES.put("peer writes into a closed buffer", lb -> {
             RemoteBuffer remote = lb.serverRemote();
             lb.server.buffer.close(); // deregistered and freed: the rkey the client holds is dead
