@@ -27,8 +27,9 @@ import java.util.List;
  * ({@link #GRH_BYTES}); {@link Completion#byteLength()} counts both.
  *
  * <p>Zero-allocation style only: the caller's work-request id, completions to the handler given
- * to {@link CompletionQueue#poll}. Every send is signaled. Thread-safety, bounds checks and
- * closing are as for {@link QueuePair}.
+ * to {@link CompletionQueue#poll}. Every single {@link #send} is signaled; in a
+ * {@link DatagramBatch} the sends asked for and the batch's last are. Thread-safety, bounds checks
+ * and closing are as for {@link QueuePair}.
  */
 public final class DatagramQueuePair extends QueueEndpoint {
     /** Bytes of the global routing header that precedes every received message. */
@@ -123,6 +124,11 @@ public final class DatagramQueuePair extends QueueEndpoint {
     private final int[] covers;
     private int coverHead;
     private int coverCount;
+    /**
+     * Unsignaled sends posted after the last signaled one (a list the provider refused part of):
+     * the next signaled send retires them too, as the device does.
+     */
+    private int pendingRun;
     private String errorText;
 
     private DatagramQueuePair(ProtectionDomain pd, CompletionQueue cq, MemorySegment qp, int qkey, Gid gid,
@@ -313,7 +319,8 @@ public final class DatagramQueuePair extends QueueEndpoint {
             throw VerbsException.of("ibv_post_send", rc);
         }
         sendOutstanding++;
-        pushCover(1);
+        pushCover(pendingRun + 1);
+        pendingRun = 0;
         return QueuePair.OK;
     }
 
@@ -382,6 +389,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
             return QueuePair.SEND_QUEUE_FULL;
         }
         batch.signal(n - 1, true); // its completion retires the whole list's room
+        scratch.set(LONG, BAD_WR, 0L); // a provider that fails without naming the request leaves it unknown, not stale
         int rc = WorkRequests.post(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
         int posted = n;
         if (rc != 0) {
@@ -389,7 +397,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
             posted = bad < 0 ? 0 : bad;
         }
         // this monitor keeps onCompletion out until the accounting is done
-        int run = 0;
+        int run = pendingRun;
         for (int i = 0; i < posted; i++) {
             if (batch.signalFlag(i)) {
                 pushCover(run + 1);
@@ -398,7 +406,8 @@ public final class DatagramQueuePair extends QueueEndpoint {
                 run++;
             }
         }
-        sendOutstanding += posted; // unsignaled sends after the last signaled one of a refused list stay counted
+        pendingRun = run; // > 0 only when the provider refused the list's signaled last send
+        sendOutstanding += posted;
         batch.clear();
         if (rc != 0) {
             throw new VerbsException("ibv_post_send", rc, posted + " of " + n + " sends of the batch were posted");

@@ -718,6 +718,7 @@ public final class QueuePair extends QueueEndpoint {
                 tracker.posted(batch.lengthOf(i), batch.signalFlag(i)); // before: completions may come at once
             }
         }
+        scratch.set(LONG, BAD_WR, 0L); // a provider that fails without naming the request leaves it unknown, not stale
         int rc = WorkRequests.post(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
         int posted = n;
         if (rc != 0) {

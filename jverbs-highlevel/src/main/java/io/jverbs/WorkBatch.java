@@ -157,9 +157,9 @@ public final class WorkBatch extends PostList {
         }
         WorkRequests.send(memory, base, wr, sgeOffset(i), wrId, opcode, flags, 0, data, length, local.lkey());
         if (QueuePair.isAtomic(opcode)) {
-            WorkRequests.atomic(base + wr, remoteAddress, rkey, compareAdd, swap);
+            WorkRequests.atomic(memory, wr, remoteAddress, rkey, compareAdd, swap);
         } else {
-            WorkRequests.rdma(base + wr, remoteAddress, rkey);
+            WorkRequests.rdma(memory, wr, remoteAddress, rkey);
         }
         signaled[i] = wantSignal;
         added(i);

@@ -46,8 +46,11 @@ final class WorkRequests {
      */
     static void send(MemorySegment m, long base, long wr, long sge, long wrId, int opcode, int flags, int immediate,
                      long data, int length, int lkey) {
-        m.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId); // the one checked access: m is open
-        send(base + wr, base + sge, wrId, opcode, flags, immediate, data, length, lkey);
+        // every store checked through m: a batch is filled outside its queue pair's lock, and a
+        // close on another thread may free m meanwhile (the store then throws, never writes freed memory)
+        m.set(LONG, wr + ibv_send_wr.next$OFFSET, 0L);
+        m.set(LONG, wr + ibv_send_wr.sg_list$OFFSET, base + sge);
+        fill(m, wr, sge, wrId, opcode, flags, immediate, data, length, lkey);
     }
 
     /**
@@ -78,10 +81,16 @@ final class WorkRequests {
      */
     static void sendPrelinked(long wr, long sge, long wrId, int opcode, int flags, int immediate, long data,
                               int length, int lkey) {
-        ALL.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId);
-        pair(wr + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0, opcode);
-        pair(wr + ibv_send_wr.send_flags$OFFSET, flags, Integer.reverseBytes(immediate));
-        sge(sge, data, length, lkey);
+        fill(ALL, wr, sge, wrId, opcode, flags, immediate, data, length, lkey);
+    }
+
+    /** The common part and the SGE, at offsets {@code wr} and {@code sge} of {@code m}. */
+    private static void fill(MemorySegment m, long wr, long sge, long wrId, int opcode, int flags, int immediate,
+                             long data, int length, int lkey) {
+        m.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId);
+        pair(m, wr + ibv_send_wr.num_sge$OFFSET, length > 0 ? 1 : 0, opcode);
+        pair(m, wr + ibv_send_wr.send_flags$OFFSET, flags, Integer.reverseBytes(immediate));
+        sge(m, sge, data, length, lkey);
     }
 
     /**
@@ -90,7 +99,7 @@ final class WorkRequests {
      */
     static void idAndFlags(long wr, long wrId, int flags) {
         ALL.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId);
-        pair(wr + ibv_send_wr.send_flags$OFFSET, flags, 0);
+        pair(ALL, wr + ibv_send_wr.send_flags$OFFSET, flags, 0);
     }
 
     /** Points an SGE at other data (a prepared inline request's copy). */
@@ -102,8 +111,8 @@ final class WorkRequests {
      * Two adjacent 32-bit fields in one store (num_sge and opcode, send_flags and imm_data, an
      * SGE's length and lkey: neighbours in every ABI rdma-core supports, checked at class load).
      */
-    private static void pair(long address, int first, int second) {
-        ALL.set(LONG, address, LITTLE_ENDIAN ? ((long) second << 32) | (first & 0xFFFF_FFFFL)
+    private static void pair(MemorySegment m, long at, int first, int second) {
+        m.set(LONG, at, LITTLE_ENDIAN ? ((long) second << 32) | (first & 0xFFFF_FFFFL)
                                              : ((long) first << 32) | (second & 0xFFFF_FFFFL));
     }
 
@@ -125,28 +134,38 @@ final class WorkRequests {
         ALL.set(LONG, w + ibv_recv_wr.next$OFFSET, 0L);
         ALL.set(LONG, w + ibv_recv_wr.sg_list$OFFSET, base + sge);
         ALL.set(INT, w + ibv_recv_wr.num_sge$OFFSET, length > 0 ? 1 : 0);
-        sge(base + sge, data, length, lkey);
+        sge(ALL, base + sge, data, length, lkey);
     }
 
-    private static void sge(long sge, long data, int length, int lkey) {
-        ALL.set(LONG, sge + ibv_sge.addr$OFFSET, data);
-        pair(sge + ibv_sge.length$OFFSET, length, lkey);
+    private static void sge(MemorySegment m, long sge, long data, int length, int lkey) {
+        m.set(LONG, sge + ibv_sge.addr$OFFSET, data);
+        pair(m, sge + ibv_sge.length$OFFSET, length, lkey);
     }
 
     /** The atomic union part: remote address, rkey, compare (or add) and swap operands. */
     static void atomic(long wrAddress, long remoteAddress, int rkey, long compareAdd, long swap) {
-        long u = wrAddress + ibv_send_wr.wr$OFFSET;
-        ALL.set(LONG, u + ibv_send_wr.wr.atomic.remote_addr$OFFSET, remoteAddress);
-        ALL.set(LONG, u + ibv_send_wr.wr.atomic.compare_add$OFFSET, compareAdd);
-        ALL.set(LONG, u + ibv_send_wr.wr.atomic.swap$OFFSET, swap);
-        ALL.set(INT, u + ibv_send_wr.wr.atomic.rkey$OFFSET, rkey);
+        atomic(ALL, wrAddress, remoteAddress, rkey, compareAdd, swap);
+    }
+
+    /** The atomic union part of the request at offset {@code wr} of {@code m} (checked: a batch's memory). */
+    static void atomic(MemorySegment m, long wr, long remoteAddress, int rkey, long compareAdd, long swap) {
+        long u = wr + ibv_send_wr.wr$OFFSET;
+        m.set(LONG, u + ibv_send_wr.wr.atomic.remote_addr$OFFSET, remoteAddress);
+        m.set(LONG, u + ibv_send_wr.wr.atomic.compare_add$OFFSET, compareAdd);
+        m.set(LONG, u + ibv_send_wr.wr.atomic.swap$OFFSET, swap);
+        m.set(INT, u + ibv_send_wr.wr.atomic.rkey$OFFSET, rkey);
     }
 
     /** The RDMA union part: remote address and rkey. */
     static void rdma(long wrAddress, long remoteAddress, int rkey) {
-        long u = wrAddress + ibv_send_wr.wr$OFFSET;
-        ALL.set(LONG, u + ibv_send_wr.wr.rdma.remote_addr$OFFSET, remoteAddress);
-        ALL.set(INT, u + ibv_send_wr.wr.rdma.rkey$OFFSET, rkey);
+        rdma(ALL, wrAddress, remoteAddress, rkey);
+    }
+
+    /** The RDMA union part of the request at offset {@code wr} of {@code m} (checked: a batch's memory). */
+    static void rdma(MemorySegment m, long wr, long remoteAddress, int rkey) {
+        long u = wr + ibv_send_wr.wr$OFFSET;
+        m.set(LONG, u + ibv_send_wr.wr.rdma.remote_addr$OFFSET, remoteAddress);
+        m.set(INT, u + ibv_send_wr.wr.rdma.rkey$OFFSET, rkey);
     }
 
     /** The remote address of {@code [offset, offset + length)} in {@code remote}, or an exception naming the operation. */

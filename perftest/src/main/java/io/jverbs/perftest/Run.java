@@ -56,11 +56,11 @@ final class Run {
                 oob = c.rdmaCm ? CmOob.connect(s, c.host, c.tcpPort, c.connectMs(), c.handshakeMs())
                                : TcpOob.connect(c.host, c.tcpPort, c.connectMs(), c.handshakeMs());
             }
-            // The counters' window opens here, with the peer connected: each side warms up before it
-            // contacts the other, so both warm-ups are over and their loopback traffic (tens of
-            // thousands of packets, on a port both sides share on one node) stays out of the deltas.
-            counters = CounterWatch.start(s.context.name(), c.ibPort);
             try {
+                // The counters' window opens here, with the peer connected: each side warms up before it
+                // contacts the other, so both warm-ups are over and their loopback traffic (tens of
+                // thousands of packets, on a port both sides share on one node) stays out of the deltas.
+                counters = CounterWatch.start(s.context.name(), c.ibPort);
                 preamble();
                 s.allocate(cycle);
                 if (c.rdmaCm) {

@@ -47,7 +47,8 @@ class ObservabilityDeviceTest {
         int port = Perf.freePort();
         List<String> common = new ArrayList<>(List.of("write_bw"));
         common.addAll(Perf.deviceArgs(device));
-        common.addAll(List.of("-s", "4096", "-n", iterations, "-p", Integer.toString(port), "--out_json"));
+        // -m 1024: four packets per 4 KiB write, which the packet counts below assume, on any device
+        common.addAll(List.of("-s", "4096", "-m", "1024", "-n", iterations, "-p", Integer.toString(port), "--out_json"));
         if (!warmup) {
             common.add("--no_warmup");
         }
