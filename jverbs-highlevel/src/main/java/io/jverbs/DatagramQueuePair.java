@@ -344,7 +344,8 @@ public final class DatagramQueuePair extends QueueEndpoint {
         m.set(INT, ud + ibv_send_wr.wr.ud.remote_qkey$OFFSET, to.qkey);
     }
 
-    private void pushCover(int requests) {
+    @Override
+    void pushCover(int requests) {
         covers[(coverHead + coverCount) % depth] = requests;
         coverCount++;
     }
@@ -391,22 +392,10 @@ public final class DatagramQueuePair extends QueueEndpoint {
         batch.signal(n - 1, true); // its completion retires the whole list's room
         scratch.set(LONG, BAD_WR, 0L); // a provider that fails without naming the request leaves it unknown, not stale
         int rc = WorkRequests.post(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
-        int posted = n;
-        if (rc != 0) {
-            int bad = batch.indexOf(scratch.get(LONG, BAD_WR));
-            posted = bad < 0 ? 0 : bad;
-        }
-        // this monitor keeps onCompletion out until the accounting is done
-        int run = pendingRun;
-        for (int i = 0; i < posted; i++) {
-            if (batch.signalFlag(i)) {
-                pushCover(run + 1);
-                run = 0;
-            } else {
-                run++;
-            }
-        }
-        pendingRun = run; // > 0 only when the provider refused the list's signaled last send
+        int posted = rc == 0 ? n : batch.postedBefore(scratch.get(LONG, BAD_WR));
+        // this monitor keeps onCompletion out until the accounting is done; the run left is > 0
+        // only when the provider refused the list's signaled last send
+        pendingRun = batch.recordCovers(this, posted, pendingRun);
         sendOutstanding += posted;
         batch.clear();
         if (rc != 0) {

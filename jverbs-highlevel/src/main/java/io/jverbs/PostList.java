@@ -108,13 +108,35 @@ abstract sealed class PostList permits WorkBatch, DatagramBatch {
         return memory.get(INT, sgeOffset(i) + io.jverbs.ibverbs.raw.ibv_sge.length$OFFSET);
     }
 
+    /**
+     * Records in {@code queue}'s ring what each signaled request among the first {@code count}
+     * retires ({@link QueueEndpoint#pushCover}), starting after {@code run} unsignaled requests
+     * posted before this list.
+     *
+     * @return the unsignaled requests after the last signaled one, for the queue's next post
+     */
+    final int recordCovers(QueueEndpoint queue, int count, int run) {
+        for (int i = 0; i < count; i++) {
+            if (signalFlag(i)) {
+                queue.pushCover(run + 1);
+                run = 0;
+            } else {
+                run++;
+            }
+        }
+        return run;
+    }
+
     final long firstAddress() {
         return base;
     }
 
-    /** The index of the request at {@code address} (where post_send stopped), or -1. */
-    final int indexOf(long address) {
-        long offset = address - base;
-        return offset >= 0 && offset < size * WR_BYTES && offset % WR_BYTES == 0 ? (int) (offset / WR_BYTES) : -1;
+    /**
+     * How many requests of a refused post went to the device: those before {@code badWr}, the
+     * request post_send stopped at; 0 when it names none of this list's.
+     */
+    final int postedBefore(long badWr) {
+        long offset = badWr - base;
+        return offset >= 0 && offset < size * WR_BYTES && offset % WR_BYTES == 0 ? (int) (offset / WR_BYTES) : 0;
     }
 }

@@ -19,4 +19,10 @@ abstract sealed class QueueEndpoint extends Resource permits QueuePair, Datagram
      * @return true when it belongs to the caller's handler (not to a future)
      */
     abstract boolean onCompletion(Completion c, CompletionQueue from);
+
+    /**
+     * Records, in posting order, that the next signaled send request retires {@code requests}
+     * send-queue entries when its completion is polled (itself and the unsignaled ones before it).
+     */
+    abstract void pushCover(int requests);
 }

@@ -148,7 +148,8 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     /** Publishes a signaled request's ring entry before it is posted (its completion may be polled at once). */
-    private void pushCover(int cover) {
+    @Override
+    void pushCover(int cover) {
         coverRing[(int) coverTail & coverMask] = cover;
         COVER_TAIL.setRelease(this, coverTail + 1);
     }
@@ -703,14 +704,7 @@ public final class QueuePair extends QueueEndpoint {
         // take back those of requests the provider refused.
         long tailBefore = coverTail;
         int runBefore = unsignaledRun;
-        for (int i = 0; i < n; i++) {
-            if (batch.signalFlag(i)) {
-                pushCover(unsignaledRun + 1);
-                unsignaledRun = 0;
-            } else {
-                unsignaledRun++;
-            }
-        }
+        unsignaledRun = batch.recordCovers(this, n, runBefore);
         sendCount += n;
         LatencyTracker tracker = latency;
         if (tracker != null) {
@@ -722,19 +716,10 @@ public final class QueuePair extends QueueEndpoint {
         int rc = WorkRequests.post(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
         int posted = n;
         if (rc != 0) {
-            int bad = batch.indexOf(scratch.get(LONG, BAD_WR));
-            posted = bad < 0 ? 0 : bad;
+            posted = batch.postedBefore(scratch.get(LONG, BAD_WR));
             sendCount -= n - posted;
             COVER_TAIL.setRelease(this, tailBefore);
-            unsignaledRun = runBefore;
-            for (int i = 0; i < posted; i++) {
-                if (batch.signalFlag(i)) {
-                    pushCover(unsignaledRun + 1);
-                    unsignaledRun = 0;
-                } else {
-                    unsignaledRun++;
-                }
-            }
+            unsignaledRun = batch.recordCovers(this, posted, runBefore);
         }
         if (tracker != null) {
             for (int i = n - 1; i >= posted; i--) {

@@ -48,8 +48,7 @@ final class WorkRequests {
                      long data, int length, int lkey) {
         // every store checked through m: a batch is filled outside its queue pair's lock, and a
         // close on another thread may free m meanwhile (the store then throws, never writes freed memory)
-        m.set(LONG, wr + ibv_send_wr.next$OFFSET, 0L);
-        m.set(LONG, wr + ibv_send_wr.sg_list$OFFSET, base + sge);
+        link(m, wr, base + sge);
         fill(m, wr, sge, wrId, opcode, flags, immediate, data, length, lkey);
     }
 
@@ -71,8 +70,13 @@ final class WorkRequests {
      * a queue's private request keeps from post to post, so they are written once.
      */
     static void link(long wr, long sge) {
-        ALL.set(LONG, wr + ibv_send_wr.next$OFFSET, 0L);
-        ALL.set(LONG, wr + ibv_send_wr.sg_list$OFFSET, sge);
+        link(ALL, wr, sge);
+    }
+
+    /** {@link #link(long, long)} for the request at offset {@code wr} of {@code m}; {@code sge} is an address. */
+    private static void link(MemorySegment m, long wr, long sge) {
+        m.set(LONG, wr + ibv_send_wr.next$OFFSET, 0L);
+        m.set(LONG, wr + ibv_send_wr.sg_list$OFFSET, sge);
     }
 
     /**
