@@ -40,6 +40,11 @@ public final class Completion {
         base = address + index * ibv_wc.sizeof();
     }
 
+    /** The address of the {@code struct ibv_wc} this view shows now (valid inside the handler only). */
+    long currentAddress() {
+        return base;
+    }
+
     /**
      * Returns the work-request id the request was posted with.
      *
@@ -137,6 +142,16 @@ public final class Completion {
      */
     public int qpNumber() {
         return ALL.get(INT, base + ibv_wc.qp_num$OFFSET);
+    }
+
+    /**
+     * Returns the sender's queue pair number: meaningful for a receive on a datagram (UD) queue
+     * pair, where it says which remote queue pair sent the message.
+     *
+     * @return {@code src_qp} of the completion
+     */
+    public int sourceQueuePair() {
+        return ALL.get(INT, base + ibv_wc.src_qp$OFFSET);
     }
 
     @Override

@@ -11,6 +11,7 @@ import io.jverbs.ibverbs.raw.ibv_qp_attr;
 import io.jverbs.ibverbs.raw.ibv_qp_cap;
 import io.jverbs.ibverbs.raw.ibv_qp_init_attr;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
+import io.jverbs.ibverbs.raw.ibv_wc;
 import io.jverbs.ibverbs.raw.verbs_h;
 
 import java.lang.foreign.Arena;
@@ -263,6 +264,11 @@ public final class DatagramQueuePair extends QueueEndpoint {
         return new Address(number, qkey, port.lid(), gid.bytes());
     }
 
+    /** The name of the device this queue pair is on. */
+    String deviceName() {
+        return cq.contextName();
+    }
+
     /**
      * Makes an address handle ({@code ibv_create_ah}) for a peer; it lives until this queue pair closes.
      *
@@ -292,6 +298,50 @@ public final class DatagramQueuePair extends QueueEndpoint {
     }
 
     /**
+     * Makes an address handle back to the sender of a datagram this queue pair received
+     * ({@code ibv_init_ah_from_wc}, then {@code ibv_create_ah}): from the receive's completion and
+     * the routing header at the start of its buffer (an IPv4 header under RoCE v2, which the
+     * library reads as such). The destination's queue pair number is the sender's
+     * ({@link Completion#sourceQueuePair()}); it lives until this queue pair closes.
+     *
+     * <p>Call it inside the {@link CompletionHandler} that got {@code received}: a completion is
+     * valid only there. The buffer range must still hold what the receive wrote.
+     *
+     * @param received    a successful receive completion of this queue pair
+     * @param local       the buffer the receive was posted with
+     * @param localOffset where that receive started in {@code local} (its routing header)
+     * @param qkey        the sender's Q_Key, which the completion does not carry (often this queue pair's own)
+     * @return the destination to reply to
+     * @throws IllegalStateException     when closed
+     * @throws IllegalArgumentException  when the completion is not a successful receive of this queue pair
+     * @throws IndexOutOfBoundsException when the header's 40 bytes lie outside the buffer
+     * @throws VerbsException when the library cannot make an address from the header, or the device refuses it
+     */
+    public synchronized Destination replyTo(Completion received, RegisteredBuffer local, long localOffset, int qkey) {
+        ensureOpen("make a destination");
+        if (!received.isSuccess() || !received.isReceive() || received.qpNumber() != number) {
+            throw new IllegalArgumentException("not a successful receive of datagram queue pair " + number + ": " + received);
+        }
+        local.checkRange(localOffset, GRH_BYTES, "read the routing header");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(ibv_ah_attr.LAYOUT);
+            MemorySegment q = qp.reinterpret(ibv_qp.sizeof());
+            MemorySegment wc = MemorySegment.ofAddress(received.currentAddress()).reinterpret(ibv_wc.sizeof());
+            MemorySegment grh = MemorySegment.ofAddress(local.address() + localOffset).reinterpret(GRH_BYTES);
+            int rc = verbs_h.ibv_init_ah_from_wc(ibv_qp.context(q), (byte) port.port(), wc, grh, attr);
+            if (rc != 0) {
+                throw VerbsException.of("ibv_init_ah_from_wc", rc == -1 ? Native.lastErrno() : rc);
+            }
+            MemorySegment ah = verbs_h.ibv_create_ah(ibv_qp.pd(q), attr);
+            if (ah.address() == 0) {
+                throw VerbsException.of("ibv_create_ah", Native.lastErrno());
+            }
+            ahs.add(ah);
+            return new Destination(this, ah, received.sourceQueuePair(), qkey);
+        }
+    }
+
+    /**
      * Sends one datagram (signaled).
      *
      * @param wrId        the caller's id (0 to 2<sup>63</sup>−1)
@@ -305,13 +355,39 @@ public final class DatagramQueuePair extends QueueEndpoint {
      * @throws IndexOutOfBoundsException when the range lies outside the buffer
      */
     public synchronized int send(long wrId, Destination to, RegisteredBuffer local, long localOffset, int length) {
-        check("send", wrId);
-        checkSend(to, local, localOffset, length, "send");
+        return postOne(wrId, to, local, localOffset, length, verbs_h.IBV_WR_SEND, 0, "send");
+    }
+
+    /**
+     * Sends one datagram with 32 bits of immediate data (signaled): the receiver's completion
+     * carries {@code immediate} ({@link Completion#immediateData()}). Otherwise as {@link #send}.
+     *
+     * @param wrId        the caller's id (0 to 2<sup>63</sup>−1)
+     * @param to          made by this queue pair's {@link #destination}
+     * @param local       the source
+     * @param localOffset offset in {@code local}
+     * @param length      bytes, at most the path MTU (0 sends the immediate alone)
+     * @param immediate   32 bits for the receiver, in host order (sent big-endian, as {@code htonl})
+     * @return {@link QueuePair#OK} or {@link QueuePair#SEND_QUEUE_FULL}
+     * @throws IllegalStateException     when closed or in error
+     * @throws IllegalArgumentException  when the destination belongs to another queue pair or the id is negative
+     * @throws IndexOutOfBoundsException when the range lies outside the buffer
+     */
+    public synchronized int sendWithImmediate(long wrId, Destination to, RegisteredBuffer local, long localOffset,
+                                              int length, int immediate) {
+        return postOne(wrId, to, local, localOffset, length, verbs_h.IBV_WR_SEND_WITH_IMM, immediate,
+                "send with immediate");
+    }
+
+    private int postOne(long wrId, Destination to, RegisteredBuffer local, long localOffset, int length, int opcode,
+                        int immediate, String what) {
+        check(what, wrId);
+        checkSend(to, local, localOffset, length, what);
         if (sendOutstanding >= depth) {
             return QueuePair.SEND_QUEUE_FULL;
         }
         MemorySegment s = scratch;
-        WorkRequests.send(s, scratchAddress, SEND_WR, SEND_SGE, wrId, verbs_h.IBV_WR_SEND, verbs_h.IBV_SEND_SIGNALED, 0,
+        WorkRequests.send(s, scratchAddress, SEND_WR, SEND_SGE, wrId, opcode, verbs_h.IBV_SEND_SIGNALED, immediate,
                 local.address() + localOffset, length, local.lkey());
         address(s, SEND_WR, to);
         int rc = WorkRequests.post(postSendFn, qpAddress, scratchAddress + SEND_WR, scratchAddress + BAD_WR);

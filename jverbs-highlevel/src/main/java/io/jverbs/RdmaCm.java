@@ -2,7 +2,9 @@ package io.jverbs;
 
 import io.jverbs.ibverbs.Errno;
 import io.jverbs.ibverbs.Native;
+import io.jverbs.ibverbs.raw.ibv_ah_attr;
 import io.jverbs.ibverbs.raw.ibv_context;
+import io.jverbs.ibverbs.raw.ibv_global_route;
 import io.jverbs.ibverbs.raw.ibv_qp_attr;
 import io.jverbs.ibverbs.raw.verbs_h;
 import io.jverbs.rdmacm.raw.rdma_cm_event;
@@ -10,6 +12,7 @@ import io.jverbs.rdmacm.raw.rdma_cm_id;
 import io.jverbs.rdmacm.raw.rdma_cma_h;
 import io.jverbs.rdmacm.raw.rdma_conn_param;
 import io.jverbs.rdmacm.raw.rdma_event_channel;
+import io.jverbs.rdmacm.raw.rdma_ud_param;
 import io.jverbs.rdmacm.raw.sockaddr_in;
 
 import java.lang.foreign.Arena;
@@ -31,9 +34,21 @@ import java.util.concurrent.TimeoutException;
  * <p>Every wait is bounded: a refused, unreachable or silent peer is an exception naming the
  * rdma_cm event (REJECTED, UNREACHABLE, ADDR_ERROR, …) or a {@link TimeoutException} cause,
  * within the caller's timeout. IPv4 only. Thread-safe (each call uses its own event channel).
+ *
+ * <p>Datagram (UD) queue pairs use rdma_cm's UDP port space: {@link #connectDatagram} resolves a
+ * listener's datagram queue pair (its number, Q_Key and path) through a service-ID request
+ * (SIDR), and {@link #listenDatagrams} with {@link Listener#acceptDatagram} answers such
+ * requests. Nothing stays connected: the result is an address to send to. In that port space
+ * every queue pair's Q_Key is {@link #UDP_QKEY}.
  */
 public final class RdmaCm {
     private static final short AF_INET = 2;
+    /**
+     * The Q_Key rdma_cm gives every datagram queue pair of its UDP port space
+     * ({@code RDMA_UDP_QKEY}, 0x01234567): make a datagram queue pair with it to use
+     * {@link #connectDatagram} or {@link Listener#acceptDatagram}.
+     */
+    public static final int UDP_QKEY = rdma_cma_h.RDMA_UDP_QKEY;
 
     private RdmaCm() {
     }
@@ -61,7 +76,7 @@ public final class RdmaCm {
             channel.expect(rdma_cma_h.RDMA_CM_EVENT_ADDR_RESOLVED, deadline, host + ":" + port);
             check("rdma_resolve_route", rdma_cma_h.rdma_resolve_route(id, remainingMs(deadline, "resolve the route")));
             channel.expect(rdma_cma_h.RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, host + ":" + port);
-            requireSameDevice(id, qp);
+            requireSameDevice(id, qp.config().sendQueue().contextName());
             moveTo(id, qp, verbs_h.IBV_QPS_INIT);
             MemorySegment param = connParam(arena, qp);
             check("rdma_connect", rdma_cma_h.rdma_connect(id, param));
@@ -81,6 +96,65 @@ public final class RdmaCm {
     }
 
     /**
+     * Resolves the datagram queue pair of the listener at {@code host:port}
+     * ({@link #listenDatagrams}) through rdma_cm's UDP port space: resolves the address and route,
+     * sends a service-ID request naming {@code qp}, and returns what the listener answered.
+     * Nothing stays connected; {@code qp} is not modified.
+     *
+     * @param qp      a datagram queue pair on the device that routes to {@code host}, with Q_Key {@link #UDP_QKEY}
+     * @param host    the peer's IPv4 address or name
+     * @param port    the peer's rdma_cm port (UDP port space)
+     * @param timeout the most the whole resolution may take
+     * @return the listener's datagram queue pair: its number, Q_Key, LID and GID (for {@link DatagramQueuePair#destination})
+     * @throws RdmaCmException when the address does not resolve, nothing listens there ({@link RdmaCmException#isRefusal()}),
+     *                         or the peer does not answer in time
+     * @throws IllegalArgumentException when the queue pair's Q_Key is not {@link #UDP_QKEY}
+     * @throws IllegalStateException when the queue pair is closed
+     */
+    public static DatagramQueuePair.Address connectDatagram(DatagramQueuePair qp, String host, int port, Duration timeout) {
+        requireUdpQkey(qp);
+        long deadline = System.nanoTime() + timeout.toNanos();
+        Channel channel = Channel.create();
+        MemorySegment id = MemorySegment.NULL;
+        try (Arena arena = Arena.ofConfined()) {
+            id = channel.createId(rdma_cma_h.RDMA_PS_UDP);
+            int ms = remainingMs(deadline, "resolve the address of " + host);
+            check("rdma_resolve_addr", rdma_cma_h.rdma_resolve_addr(id, MemorySegment.NULL, sockaddr(arena, host, port), ms));
+            channel.expect(rdma_cma_h.RDMA_CM_EVENT_ADDR_RESOLVED, deadline, host + ":" + port);
+            check("rdma_resolve_route", rdma_cma_h.rdma_resolve_route(id, remainingMs(deadline, "resolve the route")));
+            channel.expect(rdma_cma_h.RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, host + ":" + port);
+            requireSameDevice(id, qp.deviceName());
+            MemorySegment param = arena.allocate(rdma_conn_param.LAYOUT);
+            rdma_conn_param.qp_num(param, qp.number());
+            check("rdma_connect", rdma_cma_h.rdma_connect(id, param));
+            Channel.Event e = channel.expect(rdma_cma_h.RDMA_CM_EVENT_ESTABLISHED, deadline, host + ":" + port);
+            MemorySegment ud = e.param();
+            MemorySegment ah = rdma_ud_param.ah_attr(ud);
+            byte[] gid = ibv_global_route.dgid(ibv_ah_attr.grh(ah)).toArray(ValueLayout.JAVA_BYTE);
+            return new DatagramQueuePair.Address(rdma_ud_param.qp_num(ud), rdma_ud_param.qkey(ud),
+                    Short.toUnsignedInt(ibv_ah_attr.dlid(ah)), gid);
+        } finally {
+            if (id.address() != 0) {
+                rdma_cma_h.rdma_destroy_id(id);
+            }
+            channel.close();
+        }
+    }
+
+    /**
+     * Listens for datagram resolutions ({@link #connectDatagram}) on {@code host:port} of rdma_cm's
+     * UDP port space (separate from the connections' port space: the same number may serve both).
+     *
+     * @param host the local IPv4 address to bind (the address of an RDMA device's interface)
+     * @param port the port, or 0 for a free one ({@link Listener#port()})
+     * @return the listener; answer requests with {@link Listener#acceptDatagram}
+     * @throws RdmaCmException when binding or listening fails (EADDRINUSE, EADDRNOTAVAIL, …)
+     */
+    public static Listener listenDatagrams(String host, int port) {
+        return listen(host, port, rdma_cma_h.RDMA_PS_UDP);
+    }
+
+    /**
      * Listens for connections on {@code host:port}.
      *
      * @param host the local IPv4 address to bind (the address of an RDMA device's interface)
@@ -89,14 +163,18 @@ public final class RdmaCm {
      * @throws RdmaCmException when binding or listening fails (EADDRINUSE, EADDRNOTAVAIL, …)
      */
     public static Listener listen(String host, int port) {
+        return listen(host, port, rdma_cma_h.RDMA_PS_TCP);
+    }
+
+    private static Listener listen(String host, int port, int portSpace) {
         Channel channel = Channel.create();
         MemorySegment id = MemorySegment.NULL;
         try (Arena arena = Arena.ofConfined()) {
-            id = channel.createId();
+            id = channel.createId(portSpace);
             check("rdma_bind_addr", rdma_cma_h.rdma_bind_addr(id, sockaddr(arena, host, port)));
             check("rdma_listen", rdma_cma_h.rdma_listen(id, 16));
             int bound = Short.toUnsignedInt(Short.reverseBytes(rdma_cma_h.rdma_get_src_port(id)));
-            return new Listener(id, channel, bound);
+            return new Listener(id, channel, bound, portSpace == rdma_cma_h.RDMA_PS_UDP);
         } catch (RuntimeException | Error e) {
             if (id.address() != 0) {
                 rdma_cma_h.rdma_destroy_id(id);
@@ -107,19 +185,25 @@ public final class RdmaCm {
     }
 
     /**
-     * A listening rdma_cm id. Not thread-safe: accept from one thread. {@link #close()} stops
-     * listening; connections already accepted live on.
+     * A listening rdma_cm id: for connections ({@link RdmaCm#listen}, {@link #accept}) or for
+     * datagram resolutions ({@link RdmaCm#listenDatagrams}, {@link #acceptDatagram}). Thread-safe
+     * (its methods are synchronized). {@link #close()} stops listening; connections already
+     * accepted live on, and datagram peers already answered keep their addresses.
      */
     public static final class Listener implements AutoCloseable {
         private final MemorySegment id;
         private final Channel channel;
         private final int port;
+        private final boolean datagrams;
+        /** The ids of answered datagram requests: released with the listener (after their reply went out). */
+        private final java.util.List<MemorySegment> answered = new java.util.ArrayList<>();
         private boolean closed;
 
-        private Listener(MemorySegment id, Channel channel, int port) {
+        private Listener(MemorySegment id, Channel channel, int port, boolean datagrams) {
             this.id = id;
             this.channel = channel;
             this.port = port;
+            this.datagrams = datagrams;
         }
 
         /**
@@ -144,6 +228,9 @@ public final class RdmaCm {
             if (closed) {
                 throw new IllegalStateException("listener is closed");
             }
+            if (datagrams) {
+                throw new IllegalStateException("this listener answers datagram resolutions: use acceptDatagram");
+            }
             qp.requirePrepared();
             long deadline = System.nanoTime() + timeout.toNanos();
             Channel.Event request = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_REQUEST, deadline, "port " + port);
@@ -151,7 +238,7 @@ public final class RdmaCm {
             Channel own = Channel.create();
             try (Arena arena = Arena.ofConfined()) {
                 check("rdma_migrate_id", rdma_cma_h.rdma_migrate_id(child, own.channel));
-                requireSameDevice(child, qp);
+                requireSameDevice(child, qp.config().sendQueue().contextName());
                 moveTo(child, qp, verbs_h.IBV_QPS_INIT);
                 moveTo(child, qp, verbs_h.IBV_QPS_RTR);
                 moveTo(child, qp, verbs_h.IBV_QPS_RTS);
@@ -167,11 +254,51 @@ public final class RdmaCm {
             }
         }
 
-        /** Stops listening. Idempotent. */
+        /**
+         * Waits for one datagram resolution ({@link RdmaCm#connectDatagram}) and answers it with
+         * {@code qp}'s number and Q_Key. The requester learns this queue pair's address; this
+         * side learns nothing of the requester's (a protocol on top tells it, as perftest's
+         * first datagram does: {@link DatagramQueuePair#replyTo}). Post any receive the
+         * requester's first datagram needs before calling this.
+         *
+         * @param qp      a datagram queue pair on the device the request arrives through, with Q_Key {@link #UDP_QKEY}
+         * @param timeout the most to wait for the request
+         * @throws RdmaCmException when no request comes in time or the answer cannot be sent
+         * @throws IllegalStateException when the listener or the queue pair is closed, or this listener is for connections
+         * @throws IllegalArgumentException when the queue pair's Q_Key is not {@link #UDP_QKEY}
+         */
+        public synchronized void acceptDatagram(DatagramQueuePair qp, Duration timeout) {
+            if (closed) {
+                throw new IllegalStateException("listener is closed");
+            }
+            if (!datagrams) {
+                throw new IllegalStateException("this listener accepts connections: use accept (or listen with listenDatagrams)");
+            }
+            requireUdpQkey(qp);
+            long deadline = System.nanoTime() + timeout.toNanos();
+            Channel.Event request = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_REQUEST, deadline, "port " + port);
+            MemorySegment child = request.id();
+            try (Arena arena = Arena.ofConfined()) {
+                requireSameDevice(child, qp.deviceName());
+                MemorySegment param = arena.allocate(rdma_conn_param.LAYOUT);
+                rdma_conn_param.qp_num(param, qp.number());
+                check("rdma_accept", rdma_cma_h.rdma_accept(child, param));
+                answered.add(child);
+            } catch (RuntimeException | Error e) {
+                rdma_cma_h.rdma_reject(child, MemorySegment.NULL, (byte) 0);
+                rdma_cma_h.rdma_destroy_id(child);
+                throw e;
+            }
+        }
+
+        /** Stops listening and releases the ids of answered datagram requests. Idempotent. */
         @Override
         public synchronized void close() {
             if (!closed) {
                 closed = true;
+                for (MemorySegment child : answered) {
+                    rdma_cma_h.rdma_destroy_id(child);
+                }
                 rdma_cma_h.rdma_destroy_id(id);
                 channel.close();
             }
@@ -180,11 +307,19 @@ public final class RdmaCm {
 
     // ---- helpers ----
 
-    private static void requireSameDevice(MemorySegment id, QueuePair qp) {
+    private static void requireUdpQkey(DatagramQueuePair qp) {
+        int qkey = qp.address().qkey();
+        if (qkey != UDP_QKEY) {
+            throw new IllegalArgumentException("rdma_cm's UDP port space gives datagram queue pairs the Q_Key 0x"
+                    + Integer.toHexString(UDP_QKEY) + " (RdmaCm.UDP_QKEY); this one has 0x" + Integer.toHexString(qkey)
+                    + ": create it with RdmaCm.UDP_QKEY");
+        }
+    }
+
+    private static void requireSameDevice(MemorySegment id, String qpDevice) {
         MemorySegment verbs = rdma_cm_id.verbs(id.reinterpret(rdma_cm_id.sizeof()));
         String routeDevice = verbs.address() == 0 ? "?" : verbs_h.ibv_get_device_name(
                 ibv_context.device(verbs.reinterpret(ibv_context.sizeof()))).reinterpret(256).getString(0);
-        String qpDevice = qp.config().sendQueue().contextName();
         if (!routeDevice.equals(qpDevice)) {
             throw new RdmaCmException("the route goes through RDMA device " + routeDevice + ", but the queue pair is on "
                     + qpDevice + ": open " + routeDevice, 0, Errno.EINVAL);
@@ -269,8 +404,8 @@ public final class RdmaCm {
         private final MemorySegment pollFd = arena.allocate(Fds.POLLFD_BYTES);
         private boolean closed;
 
-        /** One event's fields, copied before the ack. */
-        record Event(int type, int status, MemorySegment id) {
+        /** One event's fields, copied before the ack; {@code param} is a heap copy of its {@code param} union. */
+        record Event(int type, int status, MemorySegment id, MemorySegment param) {
         }
 
         private Channel(MemorySegment channel) {
@@ -289,9 +424,13 @@ public final class RdmaCm {
         }
 
         MemorySegment createId() {
+            return createId(rdma_cma_h.RDMA_PS_TCP);
+        }
+
+        MemorySegment createId(int portSpace) {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment out = a.allocate(ValueLayout.ADDRESS);
-                check("rdma_create_id", rdma_cma_h.rdma_create_id(channel, out, MemorySegment.NULL, rdma_cma_h.RDMA_PS_TCP));
+                check("rdma_create_id", rdma_cma_h.rdma_create_id(channel, out, MemorySegment.NULL, portSpace));
                 return out.get(ValueLayout.ADDRESS, 0);
             }
         }
@@ -307,7 +446,12 @@ public final class RdmaCm {
                 MemorySegment out = a.allocate(ValueLayout.ADDRESS);
                 check("rdma_get_cm_event", rdma_cma_h.rdma_get_cm_event(channel, out));
                 MemorySegment event = out.get(ValueLayout.ADDRESS, 0).reinterpret(rdma_cm_event.sizeof());
-                Event copy = new Event(rdma_cm_event.event(event), rdma_cm_event.status(event), rdma_cm_event.id(event));
+                // long[]-backed: 8-byte aligned, as the union's int and pointer fields need
+                MemorySegment param = MemorySegment.ofArray(new long[(int) (rdma_cm_event.param.sizeof() + 7) / 8])
+                        .asSlice(0, rdma_cm_event.param.sizeof());
+                param.copyFrom(rdma_cm_event.param(event));
+                Event copy = new Event(rdma_cm_event.event(event), rdma_cm_event.status(event), rdma_cm_event.id(event),
+                        param);
                 check("rdma_ack_cm_event", rdma_cma_h.rdma_ack_cm_event(event));
                 return copy;
             }
@@ -320,8 +464,13 @@ public final class RdmaCm {
                         Errno.ETIMEDOUT);
             }
             if (e.type() != type || e.status() != 0) {
+                // a datagram resolution's answer that nothing listens: UNREACHABLE with the SIDR status (> 0),
+                // where a lost request is UNREACHABLE with -ETIMEDOUT
+                boolean sidrRefusal = e.type() == rdma_cma_h.RDMA_CM_EVENT_UNREACHABLE && e.status() > 0;
                 throw new RdmaCmException("rdma_cm: " + name(e.type()) + " (status " + e.status() + ") from " + peer
-                        + " while waiting for " + name(type) + hint(e.type()), e.type(), Math.abs(e.status()));
+                        + " while waiting for " + name(type) + (sidrRefusal
+                        ? ": the peer's node answered that nothing listens for datagram resolutions on that port"
+                        : hint(e.type())), e.type(), sidrRefusal ? 0 : Math.abs(e.status()), sidrRefusal);
             }
             return e;
         }

@@ -10,6 +10,8 @@ public class RdmaCmException extends RuntimeException {
     private final int event;
     /** The errno, or 0. */
     private final int errno;
+    /** An answer that nothing accepts, which no event type alone says (a datagram resolution's UNREACHABLE with a SIDR status). */
+    private final boolean refused;
 
     /**
      * Creates one.
@@ -19,9 +21,14 @@ public class RdmaCmException extends RuntimeException {
      * @param errno   the errno, or 0
      */
     public RdmaCmException(String message, int event, int errno) {
+        this(message, event, errno, false);
+    }
+
+    RdmaCmException(String message, int event, int errno, boolean refused) {
         super(message);
         this.event = event;
         this.errno = errno;
+        this.refused = refused;
     }
 
     /**
@@ -44,14 +51,14 @@ public class RdmaCmException extends RuntimeException {
 
     /**
      * Returns whether the attempt was refused rather than lost: the peer's node answered that
-     * nothing accepts on that port (REJECTED), or the address did not resolve yet (ADDR_ERROR).
-     * A client that starts before its server may retry these; a timeout or an unreachable peer
-     * is not one of them.
+     * nothing accepts on that port (REJECTED; for a datagram resolution, UNREACHABLE carrying the
+     * peer's answer), or the address did not resolve yet (ADDR_ERROR). A client that starts
+     * before its server may retry these; a timeout or an unreachable peer is not one of them.
      *
-     * @return true for REJECTED and ADDR_ERROR
+     * @return true for REJECTED, ADDR_ERROR and an answered datagram resolution's UNREACHABLE
      */
     public boolean isRefusal() {
-        return event == io.jverbs.rdmacm.raw.rdma_cma_h.RDMA_CM_EVENT_REJECTED
+        return refused || event == io.jverbs.rdmacm.raw.rdma_cma_h.RDMA_CM_EVENT_REJECTED
                 || event == io.jverbs.rdmacm.raw.rdma_cma_h.RDMA_CM_EVENT_ADDR_ERROR;
     }
 }

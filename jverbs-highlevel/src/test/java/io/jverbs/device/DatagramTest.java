@@ -78,6 +78,105 @@ class DatagramTest {
     }
 
     /**
+     * rdma_cm's UDP port space: a client resolves a listener's datagram queue pair (its number,
+     * Q_Key and GID come back in the answer), sends it a datagram with its own number as immediate,
+     * and the listener answers through an address handle made from that datagram's completion and
+     * routing header ({@code replyTo}). Then the refusals: a Q_Key rdma_cm does not use, a
+     * resolution nobody listens for (a refusal, within the timeout), the wrong listener kind, and
+     * a reply to a completion that is not a receive.
+     */
+    @Test
+    void datagramPeersResolvedThroughRdmaCm(TestDevice device) throws Exception {
+        assertTrue(device.ip() != null, "the rig sets JVERBS_TEST_IP");
+        java.time.Duration timeout = java.time.Duration.ofSeconds(20);
+        try (Side a = Side.open(device); Side b = Side.open(device);
+             io.jverbs.RdmaCm.Listener listener = io.jverbs.RdmaCm.listenDatagrams(device.ip(), 0)) {
+            DatagramQueuePair client = DatagramQueuePair.create(a.pd(), a.cq(), 8, io.jverbs.RdmaCm.UDP_QKEY, device.gidIndexEnv());
+            DatagramQueuePair server = DatagramQueuePair.create(b.pd(), b.cq(), 8, io.jverbs.RdmaCm.UDP_QKEY, device.gidIndexEnv());
+            RegisteredBuffer cbuf = a.pd().allocate(4096);
+            RegisteredBuffer sbuf = b.pd().allocate(4096);
+            assertEquals(QueuePair.OK, server.receive(1, sbuf, 0, 1024));
+            java.util.concurrent.CompletableFuture<Void> answered = java.util.concurrent.CompletableFuture.runAsync(
+                    () -> listener.acceptDatagram(server, timeout));
+            DatagramQueuePair.Address peer = io.jverbs.RdmaCm.connectDatagram(client, device.ip(), listener.port(), timeout);
+            answered.get(20, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(server.number(), peer.qpn(), "the answer names the listener's queue pair");
+            assertEquals(io.jverbs.RdmaCm.UDP_QKEY, peer.qkey());
+            assertArrayEquals(server.address().gid(), peer.gid(), "and the path to its GID");
+
+            DatagramQueuePair.Destination toServer = client.destination(peer);
+            byte[] ping = ("ping over rdma_cm on " + device.name()).getBytes(StandardCharsets.US_ASCII);
+            cbuf.segment().copyFrom(MemorySegment.ofArray(ping));
+            assertEquals(QueuePair.OK, client.sendWithImmediate(2, toServer, cbuf, 0, ping.length, client.number()));
+            assertEquals("SUCCESS", Polling.await(a.cq(), 1, 20_000).get(0).statusName());
+            DatagramQueuePair.Destination[] reply = new DatagramQueuePair.Destination[1];
+            int[] seen = new int[3];
+            long deadline = System.nanoTime() + 20_000_000_000L;
+            while (reply[0] == null && System.nanoTime() < deadline) {
+                b.cq().poll(wc -> {
+                    seen[0] = wc.hasImmediate() ? wc.immediateData() : -1;
+                    seen[1] = wc.sourceQueuePair();
+                    seen[2] = wc.byteLength();
+                    reply[0] = server.replyTo(wc, sbuf, 0, io.jverbs.RdmaCm.UDP_QKEY);
+                }, 1);
+            }
+            assertTrue(reply[0] != null, "the ping arrived");
+            assertEquals(client.number(), seen[0], "the immediate carries the client's QP number (host order)");
+            assertEquals(client.number(), seen[1], "src_qp names the sender");
+            assertEquals(ping.length + DatagramQueuePair.GRH_BYTES, seen[2]);
+            assertEquals(client.number(), reply[0].qpn());
+            assertArrayEquals(ping, sbuf.segment().asSlice(DatagramQueuePair.GRH_BYTES, ping.length).toArray(ValueLayout.JAVA_BYTE));
+
+            assertEquals(QueuePair.OK, client.receive(3, cbuf, 1024, 1024));
+            byte[] pong = "pong".getBytes(StandardCharsets.US_ASCII);
+            sbuf.segment().asSlice(2048, pong.length).copyFrom(MemorySegment.ofArray(pong));
+            assertEquals(QueuePair.OK, server.send(4, reply[0], sbuf, 2048, pong.length));
+            assertEquals("SUCCESS", Polling.await(b.cq(), 1, 20_000).get(0).statusName());
+            assertEquals(3L, Polling.await(a.cq(), 1, 20_000).get(0).wrId());
+            assertArrayEquals(pong, cbuf.segment().asSlice(1024 + DatagramQueuePair.GRH_BYTES, pong.length)
+                    .toArray(ValueLayout.JAVA_BYTE), "the reply found its way back through the handle made from the GRH");
+
+            // a send completion is no datagram to reply to (the handler keeps what it threw: poll counts
+            // a handler's exception and goes on)
+            assertEquals(QueuePair.OK, client.send(5, toServer, cbuf, 0, 4));
+            RuntimeException[] thrown = new RuntimeException[1];
+            long until = System.nanoTime() + 20_000_000_000L;
+            while (thrown[0] == null && System.nanoTime() < until) {
+                a.cq().poll(wc -> {
+                    try {
+                        client.replyTo(wc, cbuf, 0, io.jverbs.RdmaCm.UDP_QKEY);
+                    } catch (RuntimeException e) {
+                        thrown[0] = e;
+                    }
+                }, 1);
+            }
+            assertTrue(thrown[0] instanceof IllegalArgumentException && thrown[0].getMessage().contains("not a successful receive"),
+                    String.valueOf(thrown[0]));
+
+            DatagramQueuePair wrongKey = DatagramQueuePair.create(a.pd(), a.cq(), 8, DatagramQueuePair.DEFAULT_QKEY,
+                    device.gidIndexEnv());
+            IllegalArgumentException qkey = assertThrows(IllegalArgumentException.class,
+                    () -> io.jverbs.RdmaCm.connectDatagram(wrongKey, device.ip(), listener.port(), timeout));
+            assertTrue(qkey.getMessage().contains("RdmaCm.UDP_QKEY"), qkey.getMessage());
+            assertThrows(IllegalStateException.class, () -> listener.accept(null, timeout), "a datagram listener accepts no connections");
+
+            int freePort;
+            try (io.jverbs.RdmaCm.Listener probe = io.jverbs.RdmaCm.listenDatagrams(device.ip(), 0)) {
+                freePort = probe.port();
+            }
+            long start = System.nanoTime();
+            io.jverbs.RdmaCmException nobody = assertThrows(io.jverbs.RdmaCmException.class,
+                    () -> io.jverbs.RdmaCm.connectDatagram(client, device.ip(), freePort, java.time.Duration.ofSeconds(10)));
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            System.out.println("rdma_cm datagram resolution, nobody listening, on " + device.name() + ": " + ms + " ms: "
+                    + nobody.getMessage());
+            assertTrue(nobody.isRefusal(), "an answer that nothing listens is a refusal a client may retry: "
+                    + nobody.getMessage());
+            assertTrue(ms < 10_000, ms + " ms");
+        }
+    }
+
+    /**
      * Datagram post lists: three rounds of a batch of four sends (only the last signaled, as the
      * batch forces) through a send queue of depth 8, which only works when each round's single
      * completion gives the queue back the room of all four; every datagram arrives in order. Then

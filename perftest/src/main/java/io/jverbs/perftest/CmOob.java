@@ -4,6 +4,7 @@ import io.jverbs.CmConnection;
 import io.jverbs.Completion;
 import io.jverbs.CompletionHandler;
 import io.jverbs.CompletionQueue;
+import io.jverbs.DatagramQueuePair;
 import io.jverbs.QueuePair;
 import io.jverbs.QueuePairConfig;
 import io.jverbs.RdmaCm;
@@ -107,10 +108,19 @@ final class CmOob extends Oob implements CompletionHandler {
 
     /** Listens with rdma_cm on every address of this node; the caller closes the listener. */
     static RdmaCm.Listener listen(int port) {
+        return listen(port, false);
+    }
+
+    /**
+     * Listens with rdma_cm on every address of this node, in the UDP port space for
+     * {@code datagrams} ({@code -c UD}); the caller closes the listener.
+     */
+    static RdmaCm.Listener listen(int port, boolean datagrams) {
         try {
-            return RdmaCm.listen("0.0.0.0", port);
+            return datagrams ? RdmaCm.listenDatagrams("0.0.0.0", port) : RdmaCm.listen("0.0.0.0", port);
         } catch (RdmaCmException e) {
-            throw new PerftestException("Failed to listen with rdma_cm on port " + port + ": " + e.getMessage(), e);
+            throw new PerftestException("Failed to listen with rdma_cm on port " + port
+                    + (datagrams ? " (UDP port space)" : "") + ": " + e.getMessage(), e);
         }
     }
 
@@ -139,6 +149,26 @@ final class CmOob extends Oob implements CompletionHandler {
      */
     static CmConnection connectRetrying(QueuePair qp, String host, int port, long connectMs, String what,
                                         String option) {
+        return retrying(left -> RdmaCm.connect(qp, host, port, left), host, port, connectMs, what, option);
+    }
+
+    /**
+     * Resolves the server's datagram queue pair through rdma_cm's UDP port space, retrying while
+     * nothing listens there yet, as {@link #connectRetrying} does for connections.
+     *
+     * @throws PerftestException naming the rdma_cm event, or the time spent
+     */
+    static DatagramQueuePair.Address resolveRetrying(DatagramQueuePair qp, String host, int port, long connectMs,
+                                                     String what, String option) {
+        return retrying(left -> RdmaCm.connectDatagram(qp, host, port, left), host, port, connectMs, what, option);
+    }
+
+    /** One rdma_cm attempt within the time left. */
+    private interface Attempt<T> {
+        T run(Duration left);
+    }
+
+    private static <T> T retrying(Attempt<T> attempt, String host, int port, long connectMs, String what, String option) {
         long deadline = System.nanoTime() + connectMs * 1_000_000;
         while (true) {
             long left = (deadline - System.nanoTime()) / 1_000_000;
@@ -147,7 +177,7 @@ final class CmOob extends Oob implements CompletionHandler {
                         + seconds(connectMs) + " (" + option + "): nothing accepted it");
             }
             try {
-                return RdmaCm.connect(qp, host, port, Duration.ofMillis(left));
+                return attempt.run(Duration.ofMillis(left));
             } catch (RdmaCmException e) {
                 if (!e.isRefusal()) {
                     // An attempt that used up the rest of the deadline is the option's bound running out.

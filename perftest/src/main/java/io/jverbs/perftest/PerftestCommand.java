@@ -242,7 +242,6 @@ final class PerftestCommand implements Callable<Integer> {
             }
             case "UD" -> {
                 refuse(verb != Verb.SEND, "UD connection only possible in SEND verb");
-                refuse(rdmaCm, "-c UD with -R (rdma_cm's UDP port space) is not supported by jverbs-perftest");
             }
             case "XRC", "DC", "SRD", "RawEth" -> refuse(true, "-c " + connection
                     + " is not supported: jverbs-perftest makes RC, UC and UD queue pairs only");

@@ -1,12 +1,16 @@
 package io.jverbs.perftest;
 
 import io.jverbs.CmConnection;
+import io.jverbs.CompletionHandler;
+import io.jverbs.DatagramQueuePair;
+import io.jverbs.QueuePair;
 import io.jverbs.RdmaCm;
 import io.jverbs.RdmaCmException;
 import io.jverbs.ibverbs.VerbsException;
 import org.HdrHistogram.Histogram;
 
 import java.time.Duration;
+import java.util.concurrent.locks.LockSupport;
 
 import java.lang.management.ManagementFactory;
 
@@ -174,6 +178,10 @@ final class Run {
      */
     private void connectWithRdmaCm() {
         QpRecord empty = new QpRecord(0, 0, 0, 0, 0, 0, new byte[16], 0);
+        if (c.ud()) {
+            resolveDatagramsWithRdmaCm(empty);
+            return;
+        }
         if (c.isServer()) {
             try (RdmaCm.Listener listener = CmOob.listen(c.tcpPort)) {
                 oob.exchangeRecord(empty, "the sync before the rdma_cm connections");
@@ -194,6 +202,106 @@ final class Run {
             }
         }
         oob.exchangeRecord(empty, "the sync after the rdma_cm connections");
+    }
+
+    /** wr_id of the first datagram's receive and send (below the loops' ids, which start at 0 per QP: never polled together). */
+    private static final long FIRST_DATAGRAM_ID = Long.MAX_VALUE - 7;
+
+    /**
+     * {@code -c UD -R}, as C's rdma_cm UD mode: the client resolves each server datagram queue pair
+     * through rdma_cm's UDP port space (the answer carries its number and Q_Key, and the path);
+     * when the server must send too (latency tests, -b), the client's first datagram, a send with
+     * its queue pair number as immediate, tells the server where to answer, and the server makes
+     * its address handle from that datagram's completion and routing header
+     * ({@code ibv_create_ah_from_wc}). The server posts that receive before it answers the
+     * request, since a datagram that finds no receive is dropped. Every wait has the handshake
+     * bound (C's waits have none).
+     */
+    private void resolveDatagramsWithRdmaCm(QpRecord empty) {
+        boolean firstDatagram = c.kind == Kind.LAT || c.bidirectional;
+        s.destinations = new DatagramQueuePair.Destination[s.count()];
+        if (c.isServer()) {
+            try (RdmaCm.Listener listener = CmOob.listen(c.tcpPort, true)) {
+                oob.exchangeRecord(empty, "the sync before the rdma_cm connections");
+                for (int i = 0; i < s.count(); i++) {
+                    DatagramQueuePair qp = s.datagrams[i];
+                    if (firstDatagram && qp.receive(FIRST_DATAGRAM_ID, s.buffer, 0, DatagramQueuePair.GRH_BYTES + 4)
+                            != QueuePair.OK) {
+                        throw new PerftestException("Couldn't post the receive of the client's first datagram: the receive queue is full");
+                    }
+                    try {
+                        listener.acceptDatagram(qp, Duration.ofMillis(c.handshakeMs()));
+                    } catch (RdmaCmException | VerbsException | IllegalStateException e) {
+                        throw new PerftestException("the client's rdma_cm resolution of datagram QP " + i + " did not arrive in time ("
+                                + Oob.seconds(c.handshakeMs()) + ", --handshake_timeout): " + e.getMessage(), e);
+                    }
+                    if (firstDatagram) {
+                        s.destinations[i] = awaitFirst(qp, true, "the client's first datagram (its QP number) on QP " + i);
+                    }
+                }
+                // the answered requests' ids live until the client has its answers
+                oob.exchangeRecord(empty, "the sync after the rdma_cm connections");
+            }
+            return;
+        }
+        oob.exchangeRecord(empty, "the sync before the rdma_cm connections");
+        for (int i = 0; i < s.count(); i++) {
+            DatagramQueuePair qp = s.datagrams[i];
+            DatagramQueuePair.Address server = CmOob.resolveRetrying(qp, c.host, c.tcpPort, c.handshakeMs(),
+                    "the rdma_cm resolution of datagram QP " + i, "--handshake_timeout");
+            try {
+                s.destinations[i] = qp.destination(server);
+            } catch (VerbsException e) {
+                throw new PerftestException("Failed to create the address handle of QP " + qp.number() + ": " + e.getMessage(), e);
+            }
+            if (firstDatagram) {
+                if (qp.sendWithImmediate(FIRST_DATAGRAM_ID, s.destinations[i], s.buffer, 0, 4, qp.number()) != QueuePair.OK) {
+                    throw new PerftestException("Couldn't send the first datagram of QP " + i + ": the send queue is full");
+                }
+                awaitFirst(qp, false, "the completion of this side's first datagram on QP " + i);
+            }
+        }
+        oob.exchangeRecord(empty, "the sync after the rdma_cm connections");
+    }
+
+    /**
+     * Polls the session's queue until the first datagram's receive ({@code receive}: returns the
+     * address handle back to its sender) or send completes, within the handshake bound.
+     */
+    private DatagramQueuePair.Destination awaitFirst(DatagramQueuePair qp, boolean receive, String what) {
+        DatagramQueuePair.Destination[] reply = new DatagramQueuePair.Destination[1];
+        String[] failure = new String[1];
+        boolean[] done = new boolean[1];
+        CompletionHandler handler = wc -> {
+            if (wc.wrId() != FIRST_DATAGRAM_ID || failure[0] != null) {
+                return;
+            }
+            if (!wc.isSuccess()) {
+                failure[0] = wc.statusName();
+            } else if (wc.isReceive() == receive) {
+                try {
+                    reply[0] = receive ? qp.replyTo(wc, s.buffer, 0, s.qkey()) : null;
+                    done[0] = true;
+                } catch (RuntimeException e) {
+                    failure[0] = e.getMessage();
+                }
+            }
+        };
+        long deadline = System.nanoTime() + c.handshakeMs() * 1_000_000;
+        for (int idle = 0; !done[0]; idle++) {
+            s.cq.poll(handler, 4);
+            if (failure[0] != null) {
+                throw new PerftestException(what + " failed: " + failure[0]);
+            }
+            if (!done[0] && System.nanoTime() > deadline) {
+                throw new PerftestException(what + " did not come within " + Oob.seconds(c.handshakeMs())
+                        + " (--handshake_timeout)");
+            }
+            if (idle > 10_000) {
+                LockSupport.parkNanos(200_000); // a slow peer (TCG) needs this CPU more than the poll does
+            }
+        }
+        return reply[0];
     }
 
     private void printHeader() {

@@ -4,6 +4,7 @@ import io.jverbs.Access;
 import io.jverbs.CompletionQueue;
 import io.jverbs.Context;
 import io.jverbs.DatagramQueuePair;
+import io.jverbs.RdmaCm;
 import io.jverbs.Endpoint;
 import io.jverbs.Gid;
 import io.jverbs.ProtectionDomain;
@@ -132,10 +133,18 @@ final class Session implements AutoCloseable {
                 : context.createCompletionQueue(perQp * queuePairs);
     }
 
-    /** A datagram queue pair on {@link #cq}, both depths the larger of -t and -r, C's Q_Key, -i's port, this side's GID. */
+    /**
+     * A datagram queue pair on {@link #cq}, both depths the larger of -t and -r, -i's port, this
+     * side's GID, and C's Q_Key: 0x11111111, or under -R the one rdma_cm's UDP port space gives
+     * every queue pair (C's rdma_create_qp there; a C peer sends with it).
+     */
     private DatagramQueuePair createDatagram() {
-        return DatagramQueuePair.create(pd, cq, Math.max(c.tx, c.rx), DatagramQueuePair.DEFAULT_QKEY, c.ibPort,
-                gid != null ? gid.index() : -1);
+        return DatagramQueuePair.create(pd, cq, Math.max(c.tx, c.rx), qkey(), c.ibPort, gid != null ? gid.index() : -1);
+    }
+
+    /** The Q_Key of this side's datagram queue pairs, and of the peer's. */
+    int qkey() {
+        return c.rdmaCm ? RdmaCm.UDP_QKEY : DatagramQueuePair.DEFAULT_QKEY;
     }
 
     /** This side's MTU (the enum, 1 = 256 B … 5 = 4096 B): {@code -m}, or the port's active MTU. */
@@ -390,7 +399,7 @@ final class Session implements AutoCloseable {
             try {
                 if (datagrams != null) {
                     destinations[i] = datagrams[i].destination(new DatagramQueuePair.Address(r.qpn() & 0xffffff,
-                            DatagramQueuePair.DEFAULT_QKEY, r.lid() & 0xffff, g));
+                            qkey(), r.lid() & 0xffff, g));
                 } else {
                     qps[i].connect(new Endpoint(r.qpn() & 0xffffff, r.psn() & 0xffffff, r.lid() & 0xffff, g, mtuEnum));
                 }

@@ -65,8 +65,14 @@ class ConnectionTypeTest {
 
     @Test
     void whatJverbsDoesNotYetDoIsRefusedAndSaysSo() {
-        refused("-c UD with -R", Verb.SEND, Kind.BW, "-c", "UD", "-R");
         refused("-c XRC is not supported", Verb.SEND, Kind.BW, "-c", "XRC");
+    }
+
+    @Test
+    void datagramsOverRdmaCmAreTakenAndUcIsNot() {
+        assertTrue(parsed(Verb.SEND, Kind.LAT, "-c", "UD", "-R").ud(), "rdma_cm's UDP port space, as C's -c UD -R");
+        assertTrue(parsed(Verb.SEND, Kind.BW, "-c", "UD", "-R", "-b", "-q", "2").rdmaCm);
+        refused("UC is not supported in librdmacm", Verb.SEND, Kind.BW, "-c", "UC", "-R");
     }
 
     @Test

@@ -41,11 +41,59 @@ class RdmaCmModeTest {
     private static final long BOUND_MS = 5_000;
 
     private static List<String> args(TestDevice device, String test, int port) {
+        return args(device, test, List.of(), port);
+    }
+
+    private static List<String> args(TestDevice device, String test, List<String> extra, int port) {
         List<String> a = new ArrayList<>(List.of(test));
         a.addAll(Perf.deviceArgs(device));
-        a.addAll(JavaToJavaTest.sizeArgs(test));
+        a.addAll(JavaToJavaTest.sizeArgs(test, extra.contains("UD")));
+        a.addAll(extra);
         a.addAll(List.of("-R", "-p", Integer.toString(port)));
         return a;
+    }
+
+    private static java.util.regex.Pattern row(String test, List<String> extra) {
+        return extra.contains("UD") ? JavaToJavaTest.row(test, JavaToJavaTest.udSize(test)) : JavaToJavaTest.row(test);
+    }
+
+    /**
+     * {@code -c UD -R}, Java on both sides: each datagram queue pair resolved through rdma_cm's UDP
+     * port space; send_lat and the bidirectional send_bw on two queue pairs also carry the
+     * client's first datagram, from which the server makes its address handles back.
+     */
+    @ParameterizedTest(name = "{0} {1} -R Java/Java")
+    @CsvSource({"send_lat, -c UD", "send_bw, -c UD -b -q 2"})
+    void datagramsJavaToJava(String test, String flags, TestDevice device) throws Exception {
+        List<String> extra = List.of(flags.split(" "));
+        int port = Perf.freePort();
+        List<String> common = args(device, test, extra, port);
+        CompletableFuture<Perf.Result> server = Perf.start(common.toArray(String[]::new));
+        Perf.Result client = Perf.run(Perf.concat(common, ip(device)));
+        Perf.Result s = Perf.await(server);
+        System.out.println(test + " " + flags + " -R Java/Java on " + device.name() + ":\n" + client.out());
+        assertEquals(0, client.exit(), "client exits 0:\n" + client.all() + "\nserver:\n" + s.all());
+        assertEquals(0, s.exit(), "server exits 0:\n" + s.all());
+        for (Perf.Result side : List.of(s, client)) {
+            assertTrue(side.out().contains("Connection type : UD") && side.out().contains("Data ex. method : rdma_cm"),
+                    side.out());
+            assertTrue(row(test, extra).matcher(side.out()).find(), "each side prints its row:\n" + side.out());
+        }
+    }
+
+    /**
+     * {@code -c UD -R} against C perftest 4.5 in both roles: C's SIDR request and first datagram
+     * to the Java server, the Java client's to C's server (C's server waits for that datagram
+     * without limit, so a missing or malformed one would hang it: the run's bound catches that).
+     */
+    @ParameterizedTest(name = "{0} {1} -R: {2} server, {3} client")
+    @CsvSource({
+        "send_lat, -c UD, C, Java", "send_lat, -c UD, Java, C",
+        "send_bw, -c UD, C, Java", "send_bw, -c UD, Java, C",
+        "send_bw, -c UD -b, C, Java", "send_bw, -c UD -b, Java, C",
+    })
+    void datagramsWithC(String test, String flags, String server, String client, TestDevice device) throws Exception {
+        withC(test, List.of(flags.split(" ")), server.equals("C"), device);
     }
 
     private static String ip(TestDevice device) {
@@ -78,8 +126,12 @@ class RdmaCmModeTest {
         "atomic_bw, C, Java", "atomic_bw, Java, C", "atomic_lat, C, Java", "atomic_lat, Java, C",
     })
     void withC(String test, String server, String client, TestDevice device) throws Exception {
+        withC(test, List.of(), server.equals("C"), device);
+    }
+
+    private void withC(String test, List<String> extra, boolean cServer, TestDevice device) throws Exception {
         for (int attempt = 1; ; attempt++) {
-            String calibration = once(test, server.equals("C"), device);
+            String calibration = once(test, extra, cServer, device);
             if (calibration == null) {
                 return;
             }
@@ -91,9 +143,9 @@ class RdmaCmModeTest {
     }
 
     /** One run; returns C's output when only its clock calibration failed (emulation), else null. */
-    private String once(String test, boolean cServer, TestDevice device) throws Exception {
+    private String once(String test, List<String> extra, boolean cServer, TestDevice device) throws Exception {
         int port = Perf.freePort();
-        List<String> javaArgs = args(device, test, port);
+        List<String> javaArgs = args(device, test, extra, port);
         List<String> cArgs = new ArrayList<>(javaArgs.subList(1, javaArgs.size()));
         cArgs.add("-F");
         String tool = "ib_" + test;
@@ -126,20 +178,20 @@ class RdmaCmModeTest {
             }
             java = Perf.await(js);
         }
-        String both = "\n--- C (" + tool + " -R):\n" + c.out() + "\n--- Java:\n" + java.all();
+        String both = "\n--- C (" + tool + " " + String.join(" ", extra) + " -R):\n" + c.out() + "\n--- Java:\n" + java.all();
         if (Perf.clockCalibrationFailed(c.out())) {
             return both;
         }
-        System.out.println(test + " -R " + (cServer ? "C server, Java client" : "Java server, C client") + " on "
+        System.out.println(test + " " + String.join(" ", extra) + " -R " + (cServer ? "C server, Java client" : "Java server, C client") + " on "
                 + device.name() + both);
         assertEquals(0, c.exit(), tool + " -R exits 0" + both);
         assertEquals(0, java.exit(), "jverbs-perftest -R exits 0" + both);
         boolean passive = test.equals("read_lat") || test.equals("atomic_lat");
         if (!(cServer ? false : passive)) {
-            assertTrue(JavaToJavaTest.row(test).matcher(java.out()).find(), "jverbs-perftest prints its row" + both);
+            assertTrue(row(test, extra).matcher(java.out()).find(), "jverbs-perftest prints its row" + both);
         }
         if (!(cServer && passive)) {
-            assertTrue(JavaToJavaTest.row(test).matcher(c.out()).find(), tool + " prints its row" + both);
+            assertTrue(row(test, extra).matcher(c.out()).find(), tool + " prints its row" + both);
         }
         return null;
     }
