@@ -308,6 +308,7 @@ public final class RdmaCm {
     // ---- helpers ----
 
     private static void requireUdpQkey(DatagramQueuePair qp) {
+        qp.ensureOpen("resolve a datagram peer through rdma_cm");
         int qkey = qp.address().qkey();
         if (qkey != UDP_QKEY) {
             throw new IllegalArgumentException("rdma_cm's UDP port space gives datagram queue pairs the Q_Key 0x"

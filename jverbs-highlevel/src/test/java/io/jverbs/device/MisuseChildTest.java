@@ -109,6 +109,31 @@ class MisuseChildTest {
             String fill = expectIse(() -> batch.send(2, self, lb.client.buffer, 0, 8, true), "");
             return post + "; a fill: " + fill;
         });
+        CASES.put("reply to a kept completion, send or resolve after the datagram queue pair closed", lb -> {
+            io.jverbs.DatagramQueuePair ud = io.jverbs.DatagramQueuePair.create(lb.client.pd, lb.client.cq, 4,
+                    io.jverbs.RdmaCm.UDP_QKEY, -1);
+            io.jverbs.DatagramQueuePair.Destination self = ud.destination(ud.address());
+            ud.receive(1, lb.client.buffer, 1024, 1024);
+            ud.sendWithImmediate(2, self, lb.client.buffer, 0, 8, ud.number());
+            io.jverbs.Completion[] kept = new io.jverbs.Completion[1];
+            long until = System.nanoTime() + 20_000_000_000L;
+            while (kept[0] == null && System.nanoTime() < until) {
+                lb.client.cq.poll(wc -> {
+                    if (wc.isReceive()) {
+                        kept[0] = wc; // kept beyond its handler: the misuse
+                    }
+                }, 4);
+            }
+            if (kept[0] == null) {
+                throw new AssertionError("the datagram to itself did not arrive");
+            }
+            ud.close();
+            String reply = expectIse(() -> ud.replyTo(kept[0], lb.client.buffer, 1024, io.jverbs.RdmaCm.UDP_QKEY), "closed");
+            String send = expectIse(() -> ud.sendWithImmediate(3, self, lb.client.buffer, 0, 8, 7), "closed");
+            String resolve = expectIse(() -> io.jverbs.RdmaCm.connectDatagram(ud, "127.0.0.1", 1,
+                    java.time.Duration.ofSeconds(1)), "closed");
+            return reply + "; send: " + send + "; resolve: " + resolve;
+        });
         CASES.put("peer writes into a closed buffer", lb -> {
             RemoteBuffer remote = lb.serverRemote();
             lb.server.buffer.close(); // deregistered and freed: the rkey the client holds is dead
