@@ -75,6 +75,20 @@ public final class DatagramQueuePair extends QueueEndpoint {
         public byte[] gid() {
             return gid.clone();
         }
+
+        /**
+         * Returns whether the GID is all zeros (an InfiniBand peer reached by its LID alone).
+         *
+         * @return true when every byte of the GID is 0
+         */
+        public boolean hasZeroGid() {
+            for (byte b : gid) {
+                if (b != 0) {
+                    return false;
+                }
+            }
+            return true;
+        }
     }
 
     /** An address handle to one peer, made by {@link #destination}; closed with its queue pair. */
@@ -269,8 +283,20 @@ public final class DatagramQueuePair extends QueueEndpoint {
         return cq.contextName();
     }
 
+    /** The GID index its destinations send from. */
+    int gidIndex() {
+        return gid.index();
+    }
+
+    /** The device port it is on. */
+    int portNumber() {
+        return port.port();
+    }
+
     /**
-     * Makes an address handle ({@code ibv_create_ah}) for a peer; it lives until this queue pair closes.
+     * Makes an address handle ({@code ibv_create_ah}) for a peer; it lives until this queue pair
+     * closes. The handle routes by the peer's GID from this queue pair's GID (hop limit 64),
+     * unless the peer has a LID and an all-zero GID (InfiniBand within the subnet: by LID alone).
      *
      * @param peer the peer's address
      * @return the destination to send to
@@ -282,11 +308,16 @@ public final class DatagramQueuePair extends QueueEndpoint {
             MemorySegment attr = a.allocate(ibv_ah_attr.LAYOUT);
             ibv_ah_attr.port_num(attr, (byte) port.port());
             ibv_ah_attr.dlid(attr, (short) peer.lid());
-            ibv_ah_attr.is_global(attr, (byte) 1);
-            MemorySegment grh = ibv_ah_attr.grh(attr);
-            ibv_global_route.dgid(grh).copyFrom(MemorySegment.ofArray(peer.gid()));
-            ibv_global_route.sgid_index(grh, (byte) gid.index());
-            ibv_global_route.hop_limit(grh, (byte) 64);
+            // an all-zero GID with a LID is an InfiniBand peer in this subnet: no routing header (a
+            // global route to GID 0 would lose every datagram); RoCE always routes by GID
+            boolean global = peer.lid() == 0 || !peer.hasZeroGid();
+            ibv_ah_attr.is_global(attr, (byte) (global ? 1 : 0));
+            if (global) {
+                MemorySegment grh = ibv_ah_attr.grh(attr);
+                ibv_global_route.dgid(grh).copyFrom(MemorySegment.ofArray(peer.gid()));
+                ibv_global_route.sgid_index(grh, (byte) gid.index());
+                ibv_global_route.hop_limit(grh, (byte) 64);
+            }
             MemorySegment pd = ibv_qp.pd(qp.reinterpret(ibv_qp.sizeof()));
             MemorySegment ah = verbs_h.ibv_create_ah(pd, attr);
             if (ah.address() == 0) {
@@ -312,7 +343,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
      * @param localOffset where that receive started in {@code local} (its routing header)
      * @param qkey        the sender's Q_Key, which the completion does not carry (often this queue pair's own)
      * @return the destination to reply to
-     * @throws IllegalStateException     when closed
+     * @throws IllegalStateException     when this queue pair or the buffer is closed
      * @throws IllegalArgumentException  when the completion is not a successful receive of this queue pair
      * @throws IndexOutOfBoundsException when the header's 40 bytes lie outside the buffer
      * @throws VerbsException when the library cannot make an address from the header, or the device refuses it
@@ -326,11 +357,15 @@ public final class DatagramQueuePair extends QueueEndpoint {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(ibv_ah_attr.LAYOUT);
             MemorySegment q = qp.reinterpret(ibv_qp.sizeof());
-            MemorySegment wc = MemorySegment.ofAddress(received.currentAddress()).reinterpret(ibv_wc.sizeof());
-            MemorySegment grh = MemorySegment.ofAddress(local.address() + localOffset).reinterpret(GRH_BYTES);
+            // copies of the completion and the header: the library reads them with the CPU, and a
+            // copy through the buffer's segment throws if another thread closed the buffer meanwhile
+            MemorySegment wc = a.allocate(ibv_wc.LAYOUT).copyFrom(
+                    MemorySegment.ofAddress(received.currentAddress()).reinterpret(ibv_wc.sizeof()));
+            MemorySegment grh = a.allocate(GRH_BYTES, 8).copyFrom(local.segment().asSlice(localOffset, GRH_BYTES));
             int rc = verbs_h.ibv_init_ah_from_wc(ibv_qp.context(q), (byte) port.port(), wc, grh, attr);
             if (rc != 0) {
-                throw VerbsException.of("ibv_init_ah_from_wc", rc == -1 ? Native.lastErrno() : rc);
+                int errno = rc == -1 ? Native.lastErrno() : Math.abs(rc);
+                throw VerbsException.of("ibv_init_ah_from_wc", errno == 0 ? io.jverbs.ibverbs.Errno.EINVAL : errno);
             }
             MemorySegment ah = verbs_h.ibv_create_ah(ibv_qp.pd(q), attr);
             if (ah.address() == 0) {

@@ -107,8 +107,10 @@ public final class RdmaCm {
      * @param timeout the most the whole resolution may take
      * @return the listener's datagram queue pair: its number, Q_Key, LID and GID (for {@link DatagramQueuePair#destination})
      * @throws RdmaCmException when the address does not resolve, nothing listens there ({@link RdmaCmException#isRefusal()}),
-     *                         or the peer does not answer in time
-     * @throws IllegalArgumentException when the queue pair's Q_Key is not {@link #UDP_QKEY}
+     *                         the listener refuses, the peer does not answer in time, or the route goes
+     *                         through another device, port or GID index than the queue pair's (EINVAL, naming both)
+     * @throws IllegalArgumentException when the queue pair's Q_Key is not {@link #UDP_QKEY}, the port is out
+     *                                  of range or {@code host} is not an IPv4 address
      * @throws IllegalStateException when the queue pair is closed
      */
     public static DatagramQueuePair.Address connectDatagram(DatagramQueuePair qp, String host, int port, Duration timeout) {
@@ -130,7 +132,22 @@ public final class RdmaCm {
             Channel.Event e = channel.expect(rdma_cma_h.RDMA_CM_EVENT_ESTABLISHED, deadline, host + ":" + port);
             MemorySegment ud = e.param();
             MemorySegment ah = rdma_ud_param.ah_attr(ud);
-            byte[] gid = ibv_global_route.dgid(ibv_ah_attr.grh(ah)).toArray(ValueLayout.JAVA_BYTE);
+            int routePort = Byte.toUnsignedInt(ibv_ah_attr.port_num(ah));
+            if (routePort != qp.portNumber()) {
+                throw new RdmaCmException("the route to " + host + " leaves through port " + routePort
+                        + ", but the datagram queue pair is on port " + qp.portNumber(), 0, Errno.EINVAL);
+            }
+            byte[] gid = new byte[16]; // no routing header (InfiniBand within the subnet): the LID alone
+            if (ibv_ah_attr.is_global(ah) != 0) {
+                MemorySegment grh = ibv_ah_attr.grh(ah);
+                int routeGid = Byte.toUnsignedInt(ibv_global_route.sgid_index(grh));
+                if (routeGid != qp.gidIndex()) {
+                    throw new RdmaCmException("the route to " + host + " sends from GID index " + routeGid
+                            + ", but the datagram queue pair sends from GID index " + qp.gidIndex()
+                            + ": make it with GID index " + routeGid, 0, Errno.EINVAL);
+                }
+                gid = ibv_global_route.dgid(grh).toArray(ValueLayout.JAVA_BYTE);
+            }
             return new DatagramQueuePair.Address(rdma_ud_param.qp_num(ud), rdma_ud_param.qkey(ud),
                     Short.toUnsignedInt(ibv_ah_attr.dlid(ah)), gid);
         } finally {
@@ -186,17 +203,17 @@ public final class RdmaCm {
 
     /**
      * A listening rdma_cm id: for connections ({@link RdmaCm#listen}, {@link #accept}) or for
-     * datagram resolutions ({@link RdmaCm#listenDatagrams}, {@link #acceptDatagram}). Thread-safe
-     * (its methods are synchronized). {@link #close()} stops listening; connections already
-     * accepted live on, and datagram peers already answered keep their addresses.
+     * datagram resolutions ({@link RdmaCm#listenDatagrams}, {@link #acceptDatagram}). Its methods
+     * are synchronized: calls from several threads take turns, so a {@link #close()} from another
+     * thread waits for a pending accept to end (within that accept's timeout). {@link #close()}
+     * stops listening; connections already accepted live on, and datagram peers already answered
+     * keep their addresses.
      */
     public static final class Listener implements AutoCloseable {
         private final MemorySegment id;
         private final Channel channel;
         private final int port;
         private final boolean datagrams;
-        /** The ids of answered datagram requests: released with the listener (after their reply went out). */
-        private final java.util.List<MemorySegment> answered = new java.util.ArrayList<>();
         private boolean closed;
 
         private Listener(MemorySegment id, Channel channel, int port, boolean datagrams) {
@@ -283,22 +300,21 @@ public final class RdmaCm {
                 MemorySegment param = arena.allocate(rdma_conn_param.LAYOUT);
                 rdma_conn_param.qp_num(param, qp.number());
                 check("rdma_accept", rdma_cma_h.rdma_accept(child, param));
-                answered.add(child);
             } catch (RuntimeException | Error e) {
                 rdma_cma_h.rdma_reject(child, MemorySegment.NULL, (byte) 0);
                 rdma_cma_h.rdma_destroy_id(child);
                 throw e;
             }
+            // the answer is on its way (the kernel's reply holds its own reference): nothing stays
+            // connected for a datagram peer, so its id goes now rather than piling up
+            rdma_cma_h.rdma_destroy_id(child);
         }
 
-        /** Stops listening and releases the ids of answered datagram requests. Idempotent. */
+        /** Stops listening. Idempotent. */
         @Override
         public synchronized void close() {
             if (!closed) {
                 closed = true;
-                for (MemorySegment child : answered) {
-                    rdma_cma_h.rdma_destroy_id(child);
-                }
                 rdma_cma_h.rdma_destroy_id(id);
                 channel.close();
             }
@@ -465,13 +481,13 @@ public final class RdmaCm {
                         Errno.ETIMEDOUT);
             }
             if (e.type() != type || e.status() != 0) {
-                // a datagram resolution's answer that nothing listens: UNREACHABLE with the SIDR status (> 0),
-                // where a lost request is UNREACHABLE with -ETIMEDOUT
-                boolean sidrRefusal = e.type() == rdma_cma_h.RDMA_CM_EVENT_UNREACHABLE && e.status() > 0;
+                // a datagram resolution's negative answer is UNREACHABLE with the SIDR status (> 0),
+                // where a lost request is UNREACHABLE with -ETIMEDOUT; only UNSUPPORTED (1), nothing
+                // listens on that port, is a refusal a client may retry
+                boolean sidr = e.type() == rdma_cma_h.RDMA_CM_EVENT_UNREACHABLE && e.status() > 0;
                 throw new RdmaCmException("rdma_cm: " + name(e.type()) + " (status " + e.status() + ") from " + peer
-                        + " while waiting for " + name(type) + (sidrRefusal
-                        ? ": the peer's node answered that nothing listens for datagram resolutions on that port"
-                        : hint(e.type())), e.type(), sidrRefusal ? 0 : Math.abs(e.status()), sidrRefusal);
+                        + " while waiting for " + name(type) + (sidr ? sidrHint(e.status()) : hint(e.type())), e.type(),
+                        sidr ? 0 : Math.abs(e.status()), sidr && e.status() == 1);
             }
             return e;
         }
@@ -487,6 +503,18 @@ public final class RdmaCm {
 
     static String name(int type) {
         return rdma_cma_h.rdma_event_str(type).reinterpret(64).getString(0).replace("RDMA_CM_EVENT_", "");
+    }
+
+    /** What a negative answer to a datagram resolution (its SIDR reply status) means. */
+    private static String sidrHint(int status) {
+        return switch (status) {
+            case 1 -> ": the peer's node answered that nothing listens for datagram resolutions on that port";
+            case 2 -> ": the listener rejected the resolution";
+            case 3 -> ": the listener has no queue pair for it";
+            case 4 -> ": the listener redirects elsewhere (not followed)";
+            case 5 -> ": the listener does not speak this version of the protocol";
+            default -> ": the listener answered no";
+        };
     }
 
     private static String hint(int type) {

@@ -189,8 +189,7 @@ final class Run {
                     try {
                         data.add(listener.accept(s.qps[i], Duration.ofMillis(c.handshakeMs())));
                     } catch (RdmaCmException | VerbsException | IllegalStateException e) {
-                        throw new PerftestException("the client's rdma_cm connection of QP " + i + " did not arrive in time ("
-                                + Oob.seconds(c.handshakeMs()) + ", --handshake_timeout): " + e.getMessage(), e);
+                        throw acceptFailed("the client's rdma_cm connection of QP " + i, e);
                     }
                 }
             }
@@ -202,6 +201,13 @@ final class Run {
             }
         }
         oob.exchangeRecord(empty, "the sync after the rdma_cm connections");
+    }
+
+    /** The error of a server-side accept: a wait that ran out says so and names its option; anything else is a failure. */
+    private PerftestException acceptFailed(String what, RuntimeException e) {
+        boolean late = e instanceof RdmaCmException r && r.errno() == io.jverbs.ibverbs.Errno.ETIMEDOUT;
+        return new PerftestException(what + (late ? " did not arrive in time (" + Oob.seconds(c.handshakeMs())
+                + ", --handshake_timeout): " : " failed: ") + e.getMessage(), e);
     }
 
     /** wr_id of the first datagram's receive and send (below the loops' ids, which start at 0 per QP: never polled together). */
@@ -232,8 +238,7 @@ final class Run {
                     try {
                         listener.acceptDatagram(qp, Duration.ofMillis(c.handshakeMs()));
                     } catch (RdmaCmException | VerbsException | IllegalStateException e) {
-                        throw new PerftestException("the client's rdma_cm resolution of datagram QP " + i + " did not arrive in time ("
-                                + Oob.seconds(c.handshakeMs()) + ", --handshake_timeout): " + e.getMessage(), e);
+                        throw acceptFailed("the client's rdma_cm resolution of datagram QP " + i, e);
                     }
                     if (firstDatagram) {
                         s.destinations[i] = awaitFirst(qp, true, "the client's first datagram (its QP number) on QP " + i);

@@ -319,6 +319,18 @@ class RdmaCmModeTest {
             throw new AssertionError("the fake peer's send did not complete");
         }
 
+        /** Plays the preamble's client side as a 4.5 peer would: it speaks first. */
+        void preambleAsClient() throws InterruptedException {
+            send(Arrays.copyOf("6.06".getBytes(StandardCharsets.US_ASCII), 16));
+            receive();
+            send(ByteBuffer.allocate(4).putInt(4096).array());
+            receive();
+            send(ByteBuffer.allocate(4).putInt(64).array());
+            receive();
+            send(new byte[] {'3', 0});
+            receive();
+        }
+
         /** Answers the preamble as a 4.5 peer would (version, cycle buffer, cache line, MTU). */
         void preamble() throws InterruptedException {
             receive();
@@ -354,6 +366,11 @@ class RdmaCmModeTest {
      */
     private static Perf.Result clientAgainst(TestDevice device, Script script, boolean badInput, String... options)
             throws Exception {
+        return clientAgainst(device, "write_bw", List.of(), script, badInput, options);
+    }
+
+    private static Perf.Result clientAgainst(TestDevice device, String test, List<String> extra, Script script,
+                                             boolean badInput, String... options) throws Exception {
         int port = Perf.freePort();
         try (FakePeer peer = new FakePeer(device); RdmaCm.Listener listener = RdmaCm.listen(ip(device), port)) {
             CompletableFuture<Long> connectedAt = new CompletableFuture<>();
@@ -368,7 +385,7 @@ class RdmaCmModeTest {
                     throw new IllegalStateException(e);
                 }
             });
-            List<String> command = new ArrayList<>(args(device, "write_bw", port));
+            List<String> command = new ArrayList<>(args(device, test, extra, port));
             if (badInput) {
                 command.addAll(List.of("--handshake_timeout", "20"));
             }
@@ -466,6 +483,66 @@ class RdmaCmModeTest {
         // either way the client must end with exit 1, within the bound, naming what it waited for.
         assertTrue(r.err().contains("Couldn't make the rdma_cm connection of QP 0") && r.err().contains("(--handshake_timeout)")
                 || r.err().contains("sent nothing within"), r.err());
+    }
+
+    /**
+     * {@code -c UD -R}: the server answers the handshake but never answers the datagram
+     * resolution (nothing listens in the UDP port space). The client retries the refusal, as it
+     * would a server still setting up, until its 2 s {@code --handshake_timeout}, and names it.
+     */
+    @Test
+    void datagramResolutionNeverAnswered(TestDevice device) throws Exception {
+        Perf.Result r = clientAgainst(device, "send_lat", List.of("-c", "UD"), peer -> {
+            peer.preamble();
+            peer.receive();
+            peer.send(new byte[56]);
+            Thread.sleep(6_000);
+        }, false, "--handshake_timeout", "2");
+        assertTrue(r.err().contains("Couldn't make the rdma_cm resolution of datagram QP 0") && r.err().contains("within 2 s")
+                || r.err().contains("sent nothing within"), r.err());
+    }
+
+    /**
+     * {@code -c UD -R}, the server side: a client that resolves the server's datagram queue pair
+     * but never sends the first datagram that tells the server where to answer. The server ends
+     * within its 2 s {@code --handshake_timeout} of the resolution, naming that datagram.
+     */
+    @Test
+    void firstDatagramNeverSent(TestDevice device) throws Exception {
+        int port = Perf.freePort();
+        List<String> serverArgs = new ArrayList<>(args(device, "send_lat", List.of("-c", "UD"), port));
+        serverArgs.addAll(List.of("--handshake_timeout", "2"));
+        CompletableFuture<Perf.Result> server = Perf.start(serverArgs.toArray(String[]::new));
+        awaitCmListener(port, 60_000, server);
+        try (FakePeer peer = new FakePeer(device)) {
+            peer.conn = RdmaCm.connect(peer.qp, ip(device), port, Duration.ofSeconds(20));
+            peer.postReceive();
+            peer.preambleAsClient();
+            peer.send(new byte[56]);
+            peer.receive();
+            io.jverbs.DatagramQueuePair ud = io.jverbs.DatagramQueuePair.create(peer.pd, peer.cq, 4, RdmaCm.UDP_QKEY,
+                    device.gidIndexEnv());
+            io.jverbs.DatagramQueuePair.Address address = null;
+            for (int attempt = 0; address == null && attempt < 100; attempt++) {
+                try {
+                    address = RdmaCm.connectDatagram(ud, ip(device), port, Duration.ofSeconds(20));
+                } catch (io.jverbs.RdmaCmException e) {
+                    if (!e.isRefusal()) {
+                        throw e;
+                    }
+                    Thread.sleep(50); // the server listens for datagrams once it answered the sync
+                }
+            }
+            assertTrue(address != null, "the server answered the resolution");
+            long t0 = System.nanoTime();
+            Perf.Result r = Perf.await(server);
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            System.out.println("-c UD -R server against a client that never sends its first datagram: exit " + r.exit()
+                    + " after " + ms + " ms: " + r.err().strip());
+            assertEquals(1, r.exit(), r.all());
+            assertTrue(ms <= BOUND_MS, ms + " ms");
+            assertTrue(r.err().contains("the client's first datagram (its QP number) on QP 0 did not come within 2 s"), r.err());
+        }
     }
 
     /** The server side: a client that connects the control queue pair and says nothing. */
