@@ -319,28 +319,24 @@ class RdmaCmModeTest {
             throw new AssertionError("the fake peer's send did not complete");
         }
 
+        /** What a 4.5 peer says in the preamble: version, cycle buffer, cache line, MTU. */
+        private static final byte[][] PREAMBLE = {Arrays.copyOf("6.06".getBytes(StandardCharsets.US_ASCII), 16),
+            ByteBuffer.allocate(4).putInt(4096).array(), ByteBuffer.allocate(4).putInt(64).array(), {'3', 0}};
+
         /** Plays the preamble's client side as a 4.5 peer would: it speaks first. */
         void preambleAsClient() throws InterruptedException {
-            send(Arrays.copyOf("6.06".getBytes(StandardCharsets.US_ASCII), 16));
-            receive();
-            send(ByteBuffer.allocate(4).putInt(4096).array());
-            receive();
-            send(ByteBuffer.allocate(4).putInt(64).array());
-            receive();
-            send(new byte[] {'3', 0});
-            receive();
+            for (byte[] m : PREAMBLE) {
+                send(m);
+                receive();
+            }
         }
 
-        /** Answers the preamble as a 4.5 peer would (version, cycle buffer, cache line, MTU). */
+        /** Answers the preamble as a 4.5 peer would. */
         void preamble() throws InterruptedException {
-            receive();
-            send(Arrays.copyOf("6.06".getBytes(StandardCharsets.US_ASCII), 16));
-            receive();
-            send(ByteBuffer.allocate(4).putInt(4096).array());
-            receive();
-            send(ByteBuffer.allocate(4).putInt(64).array());
-            receive();
-            send(new byte[] {'3', 0});
+            for (byte[] m : PREAMBLE) {
+                receive();
+                send(m);
+            }
         }
 
         @Override
@@ -470,14 +466,17 @@ class RdmaCmModeTest {
      * {@code --handshake_timeout} here, which leaves the 5 s bound room for the handshake itself
      * and the teardown under emulation.
      */
+    /** A server that answers the preamble and the sync before the data queue pairs, then says and accepts nothing. */
+    private static final Script SILENT_AFTER_THE_FIRST_SYNC = peer -> {
+        peer.preamble();
+        peer.receive();
+        peer.send(new byte[56]);
+        Thread.sleep(6_000);
+    };
+
     @Test
     void dataConnectionsNeverAccepted(TestDevice device) throws Exception {
-        Perf.Result r = clientAgainst(device, peer -> {
-            peer.preamble();
-            peer.receive();
-            peer.send(new byte[56]);
-            Thread.sleep(6_000);
-        }, false, "--handshake_timeout", "2");
+        Perf.Result r = clientAgainst(device, SILENT_AFTER_THE_FIRST_SYNC, false, "--handshake_timeout", "2");
         // Under emulation the scripted server (a thread of this JVM) can itself be later than the
         // handshake bound before it gets that far (seen once in CI: "sent nothing ... the MTU"):
         // either way the client must end with exit 1, within the bound, naming what it waited for.
@@ -492,12 +491,8 @@ class RdmaCmModeTest {
      */
     @Test
     void datagramResolutionNeverAnswered(TestDevice device) throws Exception {
-        Perf.Result r = clientAgainst(device, "send_lat", List.of("-c", "UD"), peer -> {
-            peer.preamble();
-            peer.receive();
-            peer.send(new byte[56]);
-            Thread.sleep(6_000);
-        }, false, "--handshake_timeout", "2");
+        Perf.Result r = clientAgainst(device, "send_lat", List.of("-c", "UD"), SILENT_AFTER_THE_FIRST_SYNC, false,
+                "--handshake_timeout", "2");
         assertTrue(r.err().contains("Couldn't make the rdma_cm resolution of datagram QP 0") && r.err().contains("within 2 s")
                 || r.err().contains("sent nothing within"), r.err());
     }
