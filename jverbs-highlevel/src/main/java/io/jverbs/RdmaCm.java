@@ -71,12 +71,7 @@ public final class RdmaCm {
         MemorySegment id = MemorySegment.NULL;
         try (Arena arena = Arena.ofConfined()) {
             id = channel.createId();
-            int ms = remainingMs(deadline, "resolve the address of " + host);
-            check("rdma_resolve_addr", rdma_cma_h.rdma_resolve_addr(id, MemorySegment.NULL, sockaddr(arena, host, port), ms));
-            channel.expect(rdma_cma_h.RDMA_CM_EVENT_ADDR_RESOLVED, deadline, host + ":" + port);
-            check("rdma_resolve_route", rdma_cma_h.rdma_resolve_route(id, remainingMs(deadline, "resolve the route")));
-            channel.expect(rdma_cma_h.RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, host + ":" + port);
-            requireSameDevice(id, qp.config().sendQueue().contextName());
+            resolveRoute(channel, id, arena, host, port, deadline, qp.config().sendQueue().contextName());
             moveTo(id, qp, verbs_h.IBV_QPS_INIT);
             MemorySegment param = connParam(arena, qp);
             check("rdma_connect", rdma_cma_h.rdma_connect(id, param));
@@ -120,12 +115,7 @@ public final class RdmaCm {
         MemorySegment id = MemorySegment.NULL;
         try (Arena arena = Arena.ofConfined()) {
             id = channel.createId(rdma_cma_h.RDMA_PS_UDP);
-            int ms = remainingMs(deadline, "resolve the address of " + host);
-            check("rdma_resolve_addr", rdma_cma_h.rdma_resolve_addr(id, MemorySegment.NULL, sockaddr(arena, host, port), ms));
-            channel.expect(rdma_cma_h.RDMA_CM_EVENT_ADDR_RESOLVED, deadline, host + ":" + port);
-            check("rdma_resolve_route", rdma_cma_h.rdma_resolve_route(id, remainingMs(deadline, "resolve the route")));
-            channel.expect(rdma_cma_h.RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, host + ":" + port);
-            requireSameDevice(id, qp.deviceName());
+            resolveRoute(channel, id, arena, host, port, deadline, qp.deviceName());
             MemorySegment param = arena.allocate(rdma_conn_param.LAYOUT);
             rdma_conn_param.qp_num(param, qp.number());
             check("rdma_connect", rdma_cma_h.rdma_connect(id, param));
@@ -322,6 +312,21 @@ public final class RdmaCm {
     }
 
     // ---- helpers ----
+
+    /**
+     * Resolves {@code host:port}'s address and route on {@code id} within the deadline, and checks
+     * that the route goes through {@code device}: what a connection and a datagram resolution
+     * both do before their request.
+     */
+    private static void resolveRoute(Channel channel, MemorySegment id, Arena arena, String host, int port,
+                                     long deadline, String device) {
+        int ms = remainingMs(deadline, "resolve the address of " + host);
+        check("rdma_resolve_addr", rdma_cma_h.rdma_resolve_addr(id, MemorySegment.NULL, sockaddr(arena, host, port), ms));
+        channel.expect(rdma_cma_h.RDMA_CM_EVENT_ADDR_RESOLVED, deadline, host + ":" + port);
+        check("rdma_resolve_route", rdma_cma_h.rdma_resolve_route(id, remainingMs(deadline, "resolve the route")));
+        channel.expect(rdma_cma_h.RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, host + ":" + port);
+        requireSameDevice(id, device);
+    }
 
     private static void requireUdpQkey(DatagramQueuePair qp) {
         qp.ensureOpen("resolve a datagram peer through rdma_cm");
