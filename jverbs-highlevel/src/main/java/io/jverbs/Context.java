@@ -89,7 +89,7 @@ public final class Context extends Resource {
                     ibv_device_attr.max_pd(a), ibv_device_attr.max_qp_rd_atom(a), ibv_device_attr.max_qp_init_rd_atom(a),
                     ibv_device_attr.atomic_cap(a) != verbs_h.IBV_ATOMIC_NONE, ibv_device_attr.max_srq(a),
                     ibv_device_attr.phys_port_cnt(a) & 0xff, ibv_device_attr.vendor_id(a),
-                    ibv_device_attr.vendor_part_id(a));
+                    ibv_device_attr.vendor_part_id(a), ibv_device_attr.max_ah(a));
         }
     }
 
@@ -260,10 +260,12 @@ public final class Context extends Resource {
      * @param ports           physical ports
      * @param vendorId        the IEEE OUI of the vendor ({@code 0x02c9} Mellanox/NVIDIA; rxe reports {@code 0xffffff})
      * @param vendorPartId    the vendor's part number (the PCI device id on NICs)
+     * @param maxAh           address handles (each {@link DatagramQueuePair.Destination} holds one)
      */
     public record DeviceAttributes(String firmware, long maxMrSizeBytes, int maxQp, int maxQpWr, int maxSge, int maxCq,
                                    int maxCqe, int maxMr, int maxPd, int maxQpRdAtomic, int maxQpInitRdAtomic,
-                                   boolean atomics, int maxSrq, int ports, int vendorId, int vendorPartId) {
+                                   boolean atomics, int maxSrq, int ports, int vendorId, int vendorPartId,
+                                   int maxAh) {
     }
 
     /**

@@ -13,16 +13,20 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>Each add checks its range, its destination and the MTU as {@link DatagramQueuePair#send}
  * does, and records the buffer's address: the buffer must stay registered until the send's
- * completion (or a later signaled one) is polled. The last request of a posted batch is always
+ * completion (or a later signaled one) is polled. A destination closed between its add and the
+ * post makes the post throw, before anything is posted. The last request of a posted batch is always
  * signaled, so that its completion frees the batch's room in the send queue. Not thread-safe:
  * fill and post a batch from one thread.
  */
 public final class DatagramBatch extends PostList {
     private final DatagramQueuePair qp;
+    /** Each request's destination, checked again when the batch is posted. */
+    private final DatagramQueuePair.Destination[] to;
 
     DatagramBatch(DatagramQueuePair qp, int capacity, MemorySegment memory) {
         super(capacity, memory);
         this.qp = qp;
+        this.to = new DatagramQueuePair.Destination[capacity];
     }
 
     /**
@@ -35,7 +39,7 @@ public final class DatagramBatch extends PostList {
      * @param length      bytes, at most the path MTU
      * @param wantSignal  whether a completion is wanted (the batch's last send always gets one)
      * @return this batch
-     * @throws IllegalStateException     when the batch is full or the buffer is closed
+     * @throws IllegalStateException     when the batch is full, or the buffer or the destination is closed
      * @throws IllegalArgumentException  when the destination belongs to another queue pair, the id is
      *                                   negative or the length exceeds the MTU
      * @throws IndexOutOfBoundsException when the range lies outside the buffer
@@ -48,8 +52,21 @@ public final class DatagramBatch extends PostList {
         WorkRequests.send(memory, base, wr, sgeOffset(i), wrId, verbs_h.IBV_WR_SEND,
                 wantSignal ? verbs_h.IBV_SEND_SIGNALED : 0, 0, local.address() + localOffset, length, local.lkey());
         DatagramQueuePair.address(memory, wr, to);
+        this.to[i] = to;
         added(i);
         return this;
+    }
+
+    /**
+     * Called by the post under its queue pair's lock: a destination closed after it was added
+     * would leave a freed address handle in the list.
+     *
+     * @throws IllegalStateException when one of the collected sends' destinations is closed
+     */
+    void checkDestinations() {
+        for (int i = 0; i < size(); i++) {
+            qp.checkOpenDestination(to[i], "post a batch");
+        }
     }
 
     DatagramQueuePair owner() {

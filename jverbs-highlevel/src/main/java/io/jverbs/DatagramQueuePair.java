@@ -17,8 +17,9 @@ import io.jverbs.ibverbs.raw.verbs_h;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.ArrayDeque;
+import java.util.HashSet;
+import java.util.Set;
 
 
 /**
@@ -91,12 +92,24 @@ public final class DatagramQueuePair extends QueueEndpoint {
         }
     }
 
-    /** An address handle to one peer, made by {@link #destination}; closed with its queue pair. */
-    public static final class Destination {
+    /**
+     * An address handle ({@code ibv_ah}) to one peer, made by {@link #destination} or
+     * {@link #replyTo}. It lives until {@link #close()} or until its queue pair closes, whichever
+     * comes first; a server that answers many peers closes the destinations it no longer needs,
+     * since a device holds a bounded number of address handles (rxe: about 16 000).
+     *
+     * <p>Thread-safe: {@link #close()} takes its queue pair's lock, as every send does, so a send on
+     * another thread either precedes the close or is refused.
+     */
+    public static final class Destination implements AutoCloseable {
         private final MemorySegment ah;
         private final int qpn;
         private final int qkey;
         private final DatagramQueuePair owner;
+        /** Set under the owner's lock. */
+        private boolean closed;
+        /** Sends the owner must have retired before the handle may go ({@link #close}). */
+        private long retireAfter;
 
         private Destination(DatagramQueuePair owner, MemorySegment ah, int qpn, int qkey) {
             this.owner = owner;
@@ -113,6 +126,32 @@ public final class DatagramQueuePair extends QueueEndpoint {
         public int qpn() {
             return qpn;
         }
+
+        /**
+         * Returns whether {@link #close()} was called or its queue pair closed.
+         *
+         * @return true when no send may use it any more
+         */
+        public boolean isClosed() {
+            synchronized (owner) {
+                return closed || owner.isClosed();
+            }
+        }
+
+        /**
+         * Stops sends to this destination and releases its address handle: at once when none of
+         * its queue pair's sends is outstanding, otherwise once every send posted before this call
+         * has completed (sends complete in order), which the queue pair's completion handling
+         * notices; at the latest when the queue pair closes. A datagram already posted to it is
+         * therefore still sent. Idempotent; a no-op after the queue pair closed.
+         *
+         * <p>A later {@link #send}, {@link #sendWithImmediate} or post of a {@link DatagramBatch}
+         * that holds this destination throws {@link IllegalStateException}.
+         */
+        @Override
+        public void close() {
+            owner.retire(this);
+        }
     }
 
     private final CompletionQueue cq;
@@ -128,7 +167,12 @@ public final class DatagramQueuePair extends QueueEndpoint {
     private final long scratchAddress;
     private final MemorySegment postSendFn;
     private final MemorySegment postRecvFn;
-    private final List<MemorySegment> ahs = new ArrayList<>();
+    /** Live address handles, destroyed with the queue pair. */
+    private final Set<Destination> destinations = new HashSet<>();
+    /** Closed destinations waiting for the sends posted before their close, in close order. */
+    private final ArrayDeque<Destination> retiring = new ArrayDeque<>();
+    /** Send requests posted since creation: minus {@link #sendOutstanding}, those retired. */
+    private long sendsPosted;
     private int sendOutstanding;
     private int recvOutstanding;
     /**
@@ -294,13 +338,16 @@ public final class DatagramQueuePair extends QueueEndpoint {
     }
 
     /**
-     * Makes an address handle ({@code ibv_create_ah}) for a peer; it lives until this queue pair
-     * closes. The handle routes by the peer's GID from this queue pair's GID (hop limit 64),
+     * Makes an address handle ({@code ibv_create_ah}) for a peer; it lives until its
+     * {@link Destination#close()} or this queue pair's close. The handle routes by the peer's GID from this queue pair's GID (hop limit 64),
      * unless the peer has a LID and an all-zero GID (InfiniBand within the subnet: by LID alone).
      *
      * @param peer the peer's address
      * @return the destination to send to
-     * @throws VerbsException when the device refuses the address
+     * @throws IllegalStateException when this queue pair is closed
+     * @throws VerbsException when the device refuses the address, or holds as many address handles
+     *         as it can (ENOMEM, or EINVAL on rxe; the message then says how many this queue pair
+     *         holds: close destinations no longer needed)
      */
     public synchronized Destination destination(Address peer) {
         ensureOpen("make a destination");
@@ -321,10 +368,9 @@ public final class DatagramQueuePair extends QueueEndpoint {
             MemorySegment pd = ibv_qp.pd(qp.reinterpret(ibv_qp.sizeof()));
             MemorySegment ah = verbs_h.ibv_create_ah(pd, attr);
             if (ah.address() == 0) {
-                throw VerbsException.of("ibv_create_ah", Native.lastErrno());
+                throw addressHandleRefused(Native.lastErrno());
             }
-            ahs.add(ah);
-            return new Destination(this, ah, peer.qpn(), peer.qkey());
+            return adopt(new Destination(this, ah, peer.qpn(), peer.qkey()));
         }
     }
 
@@ -333,7 +379,9 @@ public final class DatagramQueuePair extends QueueEndpoint {
      * ({@code ibv_init_ah_from_wc}, then {@code ibv_create_ah}): from the receive's completion and
      * the routing header at the start of its buffer (an IPv4 header under RoCE v2, which the
      * library reads as such). The destination's queue pair number is the sender's
-     * ({@link Completion#sourceQueuePair()}); it lives until this queue pair closes.
+     * ({@link Completion#sourceQueuePair()}); it lives until its {@link Destination#close()} or this
+     * queue pair's close. A server answering many peers closes each reply's destination when done
+     * with it.
      *
      * <p>Call it inside the {@link CompletionHandler} that got {@code received}: a completion is
      * valid only there. The buffer range must still hold what the receive wrote.
@@ -369,10 +417,9 @@ public final class DatagramQueuePair extends QueueEndpoint {
             }
             MemorySegment ah = verbs_h.ibv_create_ah(ibv_qp.pd(q), attr);
             if (ah.address() == 0) {
-                throw VerbsException.of("ibv_create_ah", Native.lastErrno());
+                throw addressHandleRefused(Native.lastErrno());
             }
-            ahs.add(ah);
-            return new Destination(this, ah, received.sourceQueuePair(), qkey);
+            return adopt(new Destination(this, ah, received.sourceQueuePair(), qkey));
         }
     }
 
@@ -385,7 +432,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
      * @param localOffset offset in {@code local}
      * @param length      bytes, at most the path MTU
      * @return {@link QueuePair#OK} or {@link QueuePair#SEND_QUEUE_FULL}
-     * @throws IllegalStateException     when closed or in error
+     * @throws IllegalStateException     when closed or in error, or the destination is closed
      * @throws IllegalArgumentException  when the destination belongs to another queue pair or the id is negative
      * @throws IndexOutOfBoundsException when the range lies outside the buffer
      */
@@ -404,7 +451,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
      * @param length      bytes, at most the path MTU (0 sends the immediate alone)
      * @param immediate   32 bits for the receiver, in host order (sent big-endian, as {@code htonl})
      * @return {@link QueuePair#OK} or {@link QueuePair#SEND_QUEUE_FULL}
-     * @throws IllegalStateException     when closed or in error
+     * @throws IllegalStateException     when closed or in error, or the destination is closed
      * @throws IllegalArgumentException  when the destination belongs to another queue pair or the id is negative
      * @throws IndexOutOfBoundsException when the range lies outside the buffer
      */
@@ -430,6 +477,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
             throw VerbsException.of("ibv_post_send", rc);
         }
         sendOutstanding++;
+        sendsPosted++;
         pushCover(pendingRun + 1);
         pendingRun = 0;
         return QueuePair.OK;
@@ -440,10 +488,18 @@ public final class DatagramQueuePair extends QueueEndpoint {
         if (to.owner != this) {
             throw new IllegalArgumentException("the destination was made by another queue pair");
         }
+        checkOpenDestination(to, what);
         local.checkRange(localOffset, length, what);
         if (length > port.activeMtuBytes()) {
             throw new IllegalArgumentException("a datagram carries at most the MTU (" + port.activeMtuBytes()
                     + " bytes), not " + length);
+        }
+    }
+
+    /** Throws when {@code to} was closed (read under this lock by the posts, which {@link Destination#close} takes). */
+    void checkOpenDestination(Destination to, String what) {
+        if (to.closed) {
+            throw new IllegalStateException("the destination to queue pair " + to.qpn + " is closed: " + what + " refused");
         }
     }
 
@@ -484,7 +540,8 @@ public final class DatagramQueuePair extends QueueEndpoint {
      * @param batch made by {@link #newBatch(int)} of this queue pair
      * @return {@link QueuePair#OK}, or {@link QueuePair#SEND_QUEUE_FULL} when the whole list does not
      *         fit (nothing posted; the batch is kept)
-     * @throws IllegalStateException    when closed or in error
+     * @throws IllegalStateException    when closed or in error, or a destination of the batch was closed
+     *                                  after it was added (nothing posted; the batch is kept)
      * @throws IllegalArgumentException when the batch belongs to another queue pair
      * @throws VerbsException when the provider refuses a send (the message says how many were posted)
      */
@@ -500,6 +557,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
         if (sendOutstanding + n > depth) {
             return QueuePair.SEND_QUEUE_FULL;
         }
+        batch.checkDestinations(); // under this lock, as Destination.close: none is closed between here and the post
         batch.signal(n - 1, true); // its completion retires the whole list's room
         scratch.set(LONG, BAD_WR, 0L); // a provider that fails without naming the request leaves it unknown, not stale
         int rc = WorkRequests.post(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
@@ -508,6 +566,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
         // only when the provider refused the list's signaled last send
         pendingRun = batch.recordCovers(this, posted, pendingRun);
         sendOutstanding += posted;
+        sendsPosted += posted;
         batch.clear();
         if (rc != 0) {
             throw new VerbsException("ibv_post_send", rc, posted + " of " + n + " sends of the batch were posted");
@@ -568,11 +627,60 @@ public final class DatagramQueuePair extends QueueEndpoint {
                 sendOutstanding -= covers[coverHead];
                 coverHead = (coverHead + 1) % depth;
                 coverCount--;
+                if (!retiring.isEmpty()) {
+                    destroyRetired();
+                }
             }
         } else if (errorText == null) {
             errorText = c.statusName();
         }
         return true;
+    }
+
+    /** ibv_create_ah's failure; when this queue pair holds many handles, the likely cause (rxe says EINVAL). */
+    private VerbsException addressHandleRefused(int errno) {
+        int held = destinations.size();
+        return held < 1024 ? VerbsException.of("ibv_create_ah", errno) : new VerbsException("ibv_create_ah", errno,
+                "this queue pair holds " + held + " address handles: the device may hold no more (its max_ah);"
+                        + " close the destinations no longer needed");
+    }
+
+    private Destination adopt(Destination d) {
+        destinations.add(d);
+        return d;
+    }
+
+    /** {@link Destination#close()}: destroys its handle now, or once the sends posted so far are retired. */
+    private synchronized void retire(Destination d) {
+        if (d.closed || isClosed()) {
+            return;
+        }
+        d.closed = true;
+        d.retireAfter = sendsPosted;
+        retiring.add(d);
+        destroyRetired();
+    }
+
+    /** Destroys the handles of closed destinations whose earlier sends have all been retired. */
+    private void destroyRetired() {
+        long retired = sendsPosted - sendOutstanding;
+        while (!retiring.isEmpty() && retiring.peekFirst().retireAfter <= retired) {
+            Destination d = retiring.pollFirst();
+            destinations.remove(d);
+            // an error here leaves nothing to undo: the handle is gone from this queue pair either way
+            verbs_h.ibv_destroy_ah(d.ah);
+        }
+    }
+
+    /**
+     * Returns how many address handles this queue pair holds: its destinations not closed, and
+     * closed ones still waiting for sends posted before their close. A count that only grows in a
+     * long-running server is a leak of destinations (see {@link Destination#close()}).
+     *
+     * @return the handles, 0 after this queue pair closed
+     */
+    public synchronized int addressHandles() {
+        return destinations.size();
     }
 
     @Override
@@ -589,9 +697,11 @@ public final class DatagramQueuePair extends QueueEndpoint {
     @Override
     void destroyNative() {
         int rc = verbs_h.ibv_destroy_qp(qp);
-        for (MemorySegment ah : ahs) {
-            verbs_h.ibv_destroy_ah(ah);
+        for (Destination d : destinations) {
+            verbs_h.ibv_destroy_ah(d.ah);
         }
+        destinations.clear();
+        retiring.clear();
         arena.close();
         VerbsException.check("ibv_destroy_qp", rc, 0);
     }

@@ -33,7 +33,9 @@ import java.util.concurrent.TimeoutException;
  *
  * <p>Every wait is bounded: a refused, unreachable or silent peer is an exception naming the
  * rdma_cm event (REJECTED, UNREACHABLE, ADDR_ERROR, …) or a {@link TimeoutException} cause,
- * within the caller's timeout. IPv4 only. Thread-safe (each call uses its own event channel).
+ * within the caller's timeout. A waiting call is interruptible: {@link Thread#interrupt()} ends it
+ * within about 100 ms with an {@link RdmaCmException} whose errno is EINTR (the thread's interrupt
+ * flag stays set). IPv4 only. Thread-safe (each call uses its own event channel).
  *
  * <p>Datagram (UD) queue pairs use rdma_cm's UDP port space: {@link #connectDatagram} resolves a
  * listener's datagram queue pair (its number, Q_Key and path) through a service-ID request
@@ -61,7 +63,8 @@ public final class RdmaCm {
      * @param port    the peer's rdma_cm port
      * @param timeout the most the whole connection may take
      * @return the connection; closing it disconnects and closes the queue pair
-     * @throws RdmaCmException when the peer rejects, is unreachable, or does not answer in time
+     * @throws RdmaCmException when the peer rejects, is unreachable, or does not answer in time, or
+     *         the thread is interrupted while it waits (EINTR)
      * @throws IllegalStateException when the queue pair is not prepared
      */
     public static CmConnection connect(QueuePair qp, String host, int port, Duration timeout) {
@@ -103,7 +106,8 @@ public final class RdmaCm {
      * @return the listener's datagram queue pair: its number, Q_Key, LID and GID (for {@link DatagramQueuePair#destination})
      * @throws RdmaCmException when the address does not resolve, nothing listens there ({@link RdmaCmException#isRefusal()}),
      *                         the listener refuses, the peer does not answer in time, or the route goes
-     *                         through another device, port or GID index than the queue pair's (EINVAL, naming both)
+     *                         through another device, port or GID index than the queue pair's (EINVAL, naming
+     *                         both), or the thread is interrupted while it waits (EINTR)
      * @throws IllegalArgumentException when the queue pair's Q_Key is not {@link #UDP_QKEY}, the port is out
      *                                  of range or {@code host} is not an IPv4 address
      * @throws IllegalStateException when the queue pair is closed
@@ -194,8 +198,8 @@ public final class RdmaCm {
     /**
      * A listening rdma_cm id: for connections ({@link RdmaCm#listen}, {@link #accept}) or for
      * datagram resolutions ({@link RdmaCm#listenDatagrams}, {@link #acceptDatagram}). Its methods
-     * are synchronized: calls from several threads take turns, so a {@link #close()} from another
-     * thread waits for a pending accept to end (within that accept's timeout). {@link #close()}
+     * are synchronized: accepts from several threads take turns. {@link #close()} from another
+     * thread ends a pending accept (within about 100 ms, with an {@link IllegalStateException}) and
      * stops listening; connections already accepted live on, and datagram peers already answered
      * keep their addresses.
      */
@@ -229,7 +233,10 @@ public final class RdmaCm {
          * @param qp      a prepared queue pair on the device the request arrived through
          * @param timeout the most the wait and the handshake may take
          * @return the connection
-         * @throws RdmaCmException when no request comes in time or the handshake fails
+         * @throws RdmaCmException when no request comes in time or the handshake fails, or the
+         *         thread is interrupted while it waits (EINTR)
+         * @throws IllegalStateException when the listener is closed, before or during the wait, or
+         *         is for datagrams, or the queue pair is not prepared
          */
         public synchronized CmConnection accept(QueuePair qp, Duration timeout) {
             if (closed) {
@@ -270,8 +277,10 @@ public final class RdmaCm {
          *
          * @param qp      a datagram queue pair on the device the request arrives through, with Q_Key {@link #UDP_QKEY}
          * @param timeout the most to wait for the request
-         * @throws RdmaCmException when no request comes in time or the answer cannot be sent
-         * @throws IllegalStateException when the listener or the queue pair is closed, or this listener is for connections
+         * @throws RdmaCmException when no request comes in time or the answer cannot be sent, or the
+         *         thread is interrupted while it waits (EINTR)
+         * @throws IllegalStateException when the listener (before or during the wait) or the queue pair is closed, or this
+         *         listener is for connections
          * @throws IllegalArgumentException when the queue pair's Q_Key is not {@link #UDP_QKEY}
          */
         public synchronized void acceptDatagram(DatagramQueuePair qp, Duration timeout) {
@@ -300,13 +309,20 @@ public final class RdmaCm {
             rdma_cma_h.rdma_destroy_id(child);
         }
 
-        /** Stops listening. Idempotent. */
+        /**
+         * Stops listening. An {@link #accept} or {@link #acceptDatagram} waiting on another thread
+         * ends within about 100 ms with an {@link IllegalStateException}; a handshake it already
+         * has under way is rejected. Idempotent; safe from any thread.
+         */
         @Override
-        public synchronized void close() {
-            if (!closed) {
-                closed = true;
-                rdma_cma_h.rdma_destroy_id(id);
-                channel.close();
+        public void close() {
+            channel.abort("listener on port " + port + " was closed while an accept waited");
+            synchronized (this) {
+                if (!closed) {
+                    closed = true;
+                    rdma_cma_h.rdma_destroy_id(id);
+                    channel.close();
+                }
             }
         }
     }
@@ -424,7 +440,11 @@ public final class RdmaCm {
         final MemorySegment channel;
         private final Arena arena = Arena.ofShared();
         private final MemorySegment pollFd = arena.allocate(Fds.POLLFD_BYTES);
+        /** How often a wait wakes to notice an abort or an interrupt. */
+        static final int WAKE_MS = 100;
         private boolean closed;
+        /** Why the waits must end ({@link #abort}), or null. */
+        private volatile String aborted;
 
         /** One event's fields, copied before the ack; {@code param} is a heap copy of its {@code param} union. */
         record Event(int type, int status, MemorySegment id, MemorySegment param) {
@@ -457,12 +477,38 @@ public final class RdmaCm {
             }
         }
 
-        /** The next event within the deadline, or null when none came before it. */
+        /**
+         * Ends a wait in {@link #next} on another thread within {@link #WAKE_MS}, with an
+         * IllegalStateException saying {@code why}. Takes no lock (the waiter holds them).
+         */
+        void abort(String why) {
+            aborted = why;
+        }
+
+        /**
+         * The next event within the deadline, or null when none came before it. The wait wakes
+         * every {@link #WAKE_MS} to notice an {@link #abort} or the thread's interrupt.
+         *
+         * @throws IllegalStateException when {@link #abort} was called
+         * @throws RdmaCmException (EINTR) when the waiting thread is interrupted (its flag stays set)
+         */
         synchronized Event next(long deadline) {
             int fd = rdma_event_channel.fd(channel.reinterpret(rdma_event_channel.sizeof()));
-            long left = (deadline - System.nanoTime()) / 1_000_000;
-            if (left <= 0 || !Fds.readable(pollFd, fd, (int) Math.min(Integer.MAX_VALUE, left))) {
-                return null;
+            while (true) {
+                long left = (deadline - System.nanoTime()) / 1_000_000;
+                if (left <= 0) {
+                    return null;
+                }
+                if (Fds.readable(pollFd, fd, (int) Math.min(WAKE_MS, left))) {
+                    break;
+                }
+                String why = aborted;
+                if (why != null) {
+                    throw new IllegalStateException(why);
+                }
+                if (Thread.currentThread().isInterrupted()) {
+                    throw new RdmaCmException("interrupted while waiting for an rdma_cm event", 0, Errno.EINTR);
+                }
             }
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment out = a.allocate(ValueLayout.ADDRESS);

@@ -154,4 +154,55 @@ class CmTest {
                     + nobody + " after " + unreachableMs + " ms (" + unreachable.getMessage() + ")");
         }
     }
+
+    /**
+     * A listener closed on another thread ends the accept waiting on it at once, not at the end of
+     * its timeout; an interrupted accept ends with EINTR.
+     */
+    @Test
+    void closeOrInterruptEndsAPendingAccept(TestDevice device) throws Exception {
+        assertNotNull(device.ip(), "the rig sets JVERBS_TEST_IP");
+        try (Context ctx = Rdma.open(device.name())) {
+            QueuePair qp = queuePair(ctx, ctx.allocateProtectionDomain());
+            RdmaCm.Listener listener = RdmaCm.listen(device.ip(), 0);
+            java.util.concurrent.CountDownLatch entering = new java.util.concurrent.CountDownLatch(1);
+            CompletableFuture<CmConnection> pending = CompletableFuture.supplyAsync(() -> {
+                entering.countDown();
+                return listener.accept(qp, Duration.ofSeconds(60));
+            });
+            assertTrue(entering.await(10, TimeUnit.SECONDS));
+            Thread.sleep(1_000); // into its wait
+            long start = System.nanoTime();
+            listener.close();
+            java.util.concurrent.ExecutionException ended = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> pending.get(10, TimeUnit.SECONDS));
+            long closedMs = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(ended.getCause() instanceof IllegalStateException, String.valueOf(ended.getCause()));
+            assertTrue(ended.getCause().getMessage().contains("was closed while an accept waited"), ended.getCause().getMessage());
+            assertTrue(closedMs < 5_000, "the 60 s accept ended " + closedMs + " ms after the close");
+            assertEquals(QueuePair.State.PREPARED, qp.state(), "the queue pair is still usable");
+
+            java.util.concurrent.atomic.AtomicReference<Throwable> seen = new java.util.concurrent.atomic.AtomicReference<>();
+            try (RdmaCm.Listener second = RdmaCm.listen(device.ip(), 0)) {
+                Thread waiter = new Thread(() -> {
+                    try {
+                        second.accept(qp, Duration.ofSeconds(60));
+                    } catch (Throwable t) {
+                        seen.set(t);
+                    }
+                });
+                waiter.start();
+                Thread.sleep(1_000);
+                start = System.nanoTime();
+                waiter.interrupt();
+                waiter.join(10_000);
+                long interruptedMs = (System.nanoTime() - start) / 1_000_000;
+                assertTrue(seen.get() instanceof RdmaCmException e && e.errno() == io.jverbs.ibverbs.Errno.EINTR,
+                        String.valueOf(seen.get()));
+                assertTrue(interruptedMs < 5_000, "ended " + interruptedMs + " ms after the interrupt");
+                System.out.println("rdma_cm on " + device.name() + ": a 60 s accept ended " + closedMs + " ms after its listener's close ("
+                        + ended.getCause().getMessage() + ") and " + interruptedMs + " ms after an interrupt (" + seen.get().getMessage() + ")");
+            }
+        }
+    }
 }

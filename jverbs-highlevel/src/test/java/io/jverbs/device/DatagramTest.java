@@ -228,4 +228,80 @@ class DatagramTest {
             System.out.println("datagram batches on " + device.name() + ": 3 lists of 4 through a queue of 8, 12 datagrams in order");
         }
     }
+
+    /**
+     * A closed destination refuses sends at once but keeps its address handle until the sends
+     * posted before its close completed (they are still delivered); a batch holding it is
+     * refused whole. Then as many make-and-close cycles as the device has address handles, and
+     * more: without the release, {@code ibv_create_ah} would run out.
+     */
+    @Test
+    void closedDestinationsReleaseTheirHandles(TestDevice device) {
+        try (Side a = Side.open(device); Side b = Side.open(device)) {
+            DatagramQueuePair sender = DatagramQueuePair.create(a.pd(), a.cq(), 8, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+            DatagramQueuePair receiver = DatagramQueuePair.create(b.pd(), b.cq(), 8, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+            RegisteredBuffer out = a.pd().allocate(4096);
+            RegisteredBuffer in = b.pd().allocate(4096);
+            DatagramQueuePair.Destination to = sender.destination(receiver.address());
+            DatagramQueuePair.Destination kept = sender.destination(receiver.address());
+            assertEquals(2, sender.addressHandles());
+            for (int i = 0; i < 3; i++) {
+                assertEquals(QueuePair.OK, receiver.receive(10 + i, in, i * 256L, 256));
+                out.segment().set(ValueLayout.JAVA_LONG, i * 64L, 0xC105E0L + i);
+                assertEquals(QueuePair.OK, sender.send(i, to, out, i * 64L, 8));
+            }
+            to.close(); // 3 sends not yet polled: the handle must outlive them
+            assertTrue(to.isClosed());
+            assertEquals(2, sender.addressHandles(), "released while 3 sends were outstanding");
+            IllegalStateException refused = assertThrows(IllegalStateException.class, () -> sender.send(9, to, out, 0, 8));
+            assertTrue(refused.getMessage().contains("is closed"), refused.getMessage());
+            Polling.await(a.cq(), 3, 20_000).forEach(s -> assertEquals("SUCCESS", s.statusName(), s.toString()));
+            assertEquals(1, sender.addressHandles(), "not released once the sends before the close completed");
+            List<Polling.Seen> got = Polling.await(b.cq(), 3, 20_000);
+            for (int i = 0; i < 3; i++) {
+                assertEquals(0xC105E0L + i, in.segment().get(ValueLayout.JAVA_LONG, i * 256L + DatagramQueuePair.GRH_BYTES),
+                        "datagram " + i + ", posted before the close");
+            }
+            to.close();
+            assertEquals(1, sender.addressHandles(), "a second close is a no-op");
+
+            io.jverbs.DatagramBatch batch = sender.newBatch(2);
+            batch.send(20, kept, out, 0, 8, false);
+            kept.close(); // nothing outstanding: released at once
+            assertEquals(0, sender.addressHandles());
+            assertThrows(IllegalStateException.class, () -> sender.post(batch), "a batch holding a closed destination");
+            assertEquals(1, batch.size(), "the refused batch is kept");
+            assertThrows(IllegalStateException.class, () -> batch.send(21, kept, out, 0, 8, true), "adding a closed destination");
+
+            int maxAh = a.context().deviceAttributes().maxAh();
+            int cycles = maxAh > 0 && maxAh <= 50_000 ? maxAh + 64 : 1_000;
+            long t0 = System.nanoTime();
+            for (int i = 0; i < cycles; i++) {
+                sender.destination(receiver.address()).close();
+            }
+            assertEquals(0, sender.addressHandles());
+            DatagramQueuePair.Destination last = sender.destination(receiver.address());
+            assertEquals(QueuePair.OK, receiver.receive(30, in, 0, 256));
+            assertEquals(QueuePair.OK, sender.send(30, last, out, 0, 8));
+            Polling.await(b.cq(), 1, 20_000).forEach(s -> assertEquals("SUCCESS", s.statusName(), s.toString()));
+            long cycleMs = (System.nanoTime() - t0) / 1_000_000;
+            String exhausted = "not tried (max_ah " + maxAh + ")";
+            if (maxAh > 0 && maxAh <= 50_000) { // kept open, the handles run out, and the error says why
+                DatagramQueuePair hoarder = DatagramQueuePair.create(a.pd(), a.cq(), 2, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+                io.jverbs.ibverbs.VerbsException full = assertThrows(io.jverbs.ibverbs.VerbsException.class, () -> {
+                    for (int i = 0; i <= maxAh; i++) {
+                        hoarder.destination(receiver.address());
+                    }
+                });
+                assertTrue(full.getMessage().startsWith("ibv_create_ah failed") && full.getMessage().contains("close the destinations"),
+                        full.getMessage());
+                exhausted = hoarder.addressHandles() + " kept open, then: " + full.getMessage();
+                hoarder.close();
+                assertEquals(0, hoarder.addressHandles());
+                sender.destination(receiver.address()).close(); // the device has handles again
+            }
+            System.out.println("destinations on " + device.name() + ": released after their 3 sends; " + cycles
+                    + " made and closed (max_ah " + maxAh + ") in " + cycleMs + " ms; " + exhausted);
+        }
+    }
 }

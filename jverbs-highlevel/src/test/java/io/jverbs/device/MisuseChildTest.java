@@ -134,6 +134,30 @@ class MisuseChildTest {
                     java.time.Duration.ofSeconds(1)), "closed");
             return reply + "; send: " + send + "; resolve: " + resolve;
         });
+        CASES.put("close a destination with datagrams in flight, then send or post a batch to it", lb -> {
+            io.jverbs.DatagramQueuePair ud = io.jverbs.DatagramQueuePair.create(lb.client.pd, lb.client.cq, 8,
+                    io.jverbs.DatagramQueuePair.DEFAULT_QKEY, -1);
+            io.jverbs.DatagramQueuePair.Destination self = ud.destination(ud.address());
+            io.jverbs.DatagramBatch batch = ud.newBatch(2);
+            batch.send(9, self, lb.client.buffer, 0, 8, true);
+            for (int i = 0; i < 4; i++) {
+                ud.receive(10 + i, lb.client.buffer, 1024 + i * 256L, 256);
+                ud.send(i, self, lb.client.buffer, 0, 8);
+            }
+            self.close(); // the handle is still named by 4 posted sends: it must outlive them
+            String send = expectIse(() -> ud.send(5, self, lb.client.buffer, 0, 8), "closed");
+            String post = expectIse(() -> ud.post(batch), "closed");
+            int[] seen = new int[3]; // sends, receives, failures (a handler's exception would be counted, not thrown)
+            long until = System.nanoTime() + T * 1_000_000;
+            while (seen[0] + seen[1] + seen[2] < 8 && System.nanoTime() < until) {
+                lb.client.cq.poll(wc -> seen[!wc.isSuccess() ? 2 : wc.isReceive() ? 1 : 0]++, 8);
+            }
+            if (seen[0] < 4 || seen[1] < 4 || ud.addressHandles() != 0) {
+                throw new AssertionError(seen[0] + " sends and " + seen[1] + " receives completed, " + seen[2]
+                        + " failed, " + ud.addressHandles() + " address handles left");
+            }
+            return send + "; a batch: " + post + "; the 4 datagrams in flight arrived, then the handle went";
+        });
         CASES.put("peer writes into a closed buffer", lb -> {
             RemoteBuffer remote = lb.serverRemote();
             lb.server.buffer.close(); // deregistered and freed: the rkey the client holds is dead
