@@ -3,6 +3,7 @@ package io.jverbs;
 import io.jverbs.rdmacm.raw.rdma_cma_h;
 
 import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -22,6 +23,8 @@ public final class CmConnection implements AutoCloseable {
     private final RdmaCm.Channel channel;
     private final CountDownLatch disconnected = new CountDownLatch(1);
     private final Thread watcher;
+    private final InetSocketAddress local;
+    private final InetSocketAddress remote;
     private volatile boolean closing;
     private boolean closed;
 
@@ -29,6 +32,8 @@ public final class CmConnection implements AutoCloseable {
         this.qp = qp;
         this.id = id;
         this.channel = channel;
+        this.local = RdmaCm.address(id, false);
+        this.remote = RdmaCm.address(id, true);
         this.watcher = Thread.ofPlatform().name("jverbs-cm-" + qp.number()).daemon(true).start(this::watch);
     }
 
@@ -56,6 +61,25 @@ public final class CmConnection implements AutoCloseable {
      */
     public QueuePair queuePair() {
         return qp;
+    }
+
+    /**
+     * Returns the peer's IP address and rdma_cm port, as rdma_cm saw them when the connection was
+     * made (kept after close).
+     *
+     * @return the remote address, or null when it is neither IPv4 nor IPv6
+     */
+    public InetSocketAddress remoteAddress() {
+        return remote;
+    }
+
+    /**
+     * Returns this side's IP address and rdma_cm port (kept after close).
+     *
+     * @return the local address, or null when it is neither IPv4 nor IPv6
+     */
+    public InetSocketAddress localAddress() {
+        return local;
     }
 
     /**

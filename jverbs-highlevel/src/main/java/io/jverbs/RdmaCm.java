@@ -7,11 +7,13 @@ import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_global_route;
 import io.jverbs.ibverbs.raw.ibv_qp_attr;
 import io.jverbs.ibverbs.raw.verbs_h;
+import io.jverbs.rdmacm.raw.rdma_addr;
 import io.jverbs.rdmacm.raw.rdma_cm_event;
 import io.jverbs.rdmacm.raw.rdma_cm_id;
 import io.jverbs.rdmacm.raw.rdma_cma_h;
 import io.jverbs.rdmacm.raw.rdma_conn_param;
 import io.jverbs.rdmacm.raw.rdma_event_channel;
+import io.jverbs.rdmacm.raw.rdma_route;
 import io.jverbs.rdmacm.raw.rdma_ud_param;
 import io.jverbs.rdmacm.raw.sockaddr_in;
 
@@ -20,6 +22,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.Inet4Address;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
@@ -45,6 +48,8 @@ import java.util.concurrent.TimeoutException;
  */
 public final class RdmaCm {
     private static final short AF_INET = 2;
+    private static final short AF_INET6 = 10;
+    private static final ValueLayout.OfShort NET_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
     /**
      * The Q_Key rdma_cm gives every datagram queue pair of its UDP port space
      * ({@code RDMA_UDP_QKEY}, 0x01234567): make a datagram queue pair with it to use
@@ -271,19 +276,20 @@ public final class RdmaCm {
         /**
          * Waits for one datagram resolution ({@link RdmaCm#connectDatagram}) and answers it with
          * {@code qp}'s number and Q_Key. The requester learns this queue pair's address; this
-         * side learns nothing of the requester's (a protocol on top tells it, as perftest's
-         * first datagram does: {@link DatagramQueuePair#replyTo}). Post any receive the
-         * requester's first datagram needs before calling this.
+         * side learns the requester's IP address and rdma_cm port, not its queue pair (a protocol
+         * on top tells it, as perftest's first datagram does: {@link DatagramQueuePair#replyTo}).
+         * Post any receive the requester's first datagram needs before calling this.
          *
          * @param qp      a datagram queue pair on the device the request arrives through, with Q_Key {@link #UDP_QKEY}
          * @param timeout the most to wait for the request
+         * @return who asked: the requester's IP address and rdma_cm port (null if neither IPv4 nor IPv6)
          * @throws RdmaCmException when no request comes in time or the answer cannot be sent, or the
          *         thread is interrupted while it waits (EINTR)
          * @throws IllegalStateException when the listener (before or during the wait) or the queue pair is closed, or this
          *         listener is for connections
          * @throws IllegalArgumentException when the queue pair's Q_Key is not {@link #UDP_QKEY}
          */
-        public synchronized void acceptDatagram(DatagramQueuePair qp, Duration timeout) {
+        public synchronized InetSocketAddress acceptDatagram(DatagramQueuePair qp, Duration timeout) {
             if (closed) {
                 throw new IllegalStateException("listener is closed");
             }
@@ -294,6 +300,7 @@ public final class RdmaCm {
             long deadline = System.nanoTime() + timeout.toNanos();
             Channel.Event request = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_REQUEST, deadline, "port " + port);
             MemorySegment child = request.id();
+            InetSocketAddress requester = address(child, true);
             try (Arena arena = Arena.ofConfined()) {
                 requireSameDevice(child, qp.deviceName());
                 MemorySegment param = arena.allocate(rdma_conn_param.LAYOUT);
@@ -307,6 +314,7 @@ public final class RdmaCm {
             // the answer is on its way (the kernel's reply holds its own reference): nothing stays
             // connected for a datagram peer, so its id goes now rather than piling up
             rdma_cma_h.rdma_destroy_id(child);
+            return requester;
         }
 
         /**
@@ -342,6 +350,30 @@ public final class RdmaCm {
         check("rdma_resolve_route", rdma_cma_h.rdma_resolve_route(id, remainingMs(deadline, "resolve the route")));
         channel.expect(rdma_cma_h.RDMA_CM_EVENT_ROUTE_RESOLVED, deadline, host + ":" + port);
         requireSameDevice(id, device);
+    }
+
+    /**
+     * The id's destination ({@code rdma_get_peer_addr}) or source ({@code rdma_get_local_addr})
+     * address: its sockaddr read as IPv4 or IPv6; null for another family.
+     */
+    static InetSocketAddress address(MemorySegment id, boolean peer) {
+        MemorySegment addr = rdma_route.addr(rdma_cm_id.route(id.reinterpret(rdma_cm_id.sizeof())));
+        MemorySegment sa = peer ? rdma_addr.dst_storage(addr) : rdma_addr.src_storage(addr);
+        int family = sa.get(ValueLayout.JAVA_SHORT, 0);
+        int port = Short.toUnsignedInt(sa.get(NET_SHORT, 2));
+        byte[] ip;
+        if (family == AF_INET) {
+            ip = sa.asSlice(4, 4).toArray(ValueLayout.JAVA_BYTE);
+        } else if (family == AF_INET6) {
+            ip = sa.asSlice(8, 16).toArray(ValueLayout.JAVA_BYTE);
+        } else {
+            return null;
+        }
+        try {
+            return new InetSocketAddress(InetAddress.getByAddress(ip), port);
+        } catch (UnknownHostException e) {
+            throw new IllegalStateException(e); // not reached: 4 or 16 bytes
+        }
     }
 
     private static void requireUdpQkey(DatagramQueuePair qp) {

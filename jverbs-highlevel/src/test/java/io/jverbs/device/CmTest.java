@@ -58,6 +58,10 @@ class CmTest {
             CmConnection server = accepted.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
             assertEquals(QueuePair.State.CONNECTED, cqp.state());
             assertEquals(QueuePair.State.CONNECTED, sqp.state());
+            assertEquals(listener.port(), client.remoteAddress().getPort(), "the client's peer is the listener: " + client.remoteAddress());
+            assertEquals(device.ip(), client.remoteAddress().getAddress().getHostAddress());
+            assertEquals(client.localAddress(), server.remoteAddress(), "each side sees the other's address");
+            assertEquals(client.remoteAddress(), server.localAddress());
 
             try (Poller poller = Poller.start(null, IdleStrategy.backoff(), cqp.config().sendQueue())) {
                 byte[] payload = ("over rdma_cm on " + device.name()).getBytes(StandardCharsets.UTF_8);

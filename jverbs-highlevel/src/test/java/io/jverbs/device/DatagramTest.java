@@ -96,10 +96,12 @@ class DatagramTest {
             RegisteredBuffer cbuf = a.pd().allocate(4096);
             RegisteredBuffer sbuf = b.pd().allocate(4096);
             assertEquals(QueuePair.OK, server.receive(1, sbuf, 0, 1024));
-            java.util.concurrent.CompletableFuture<Void> answered = java.util.concurrent.CompletableFuture.runAsync(
+            java.util.concurrent.CompletableFuture<java.net.InetSocketAddress> answered = java.util.concurrent.CompletableFuture.supplyAsync(
                     () -> listener.acceptDatagram(server, timeout));
             DatagramQueuePair.Address peer = io.jverbs.RdmaCm.connectDatagram(client, device.ip(), listener.port(), timeout);
-            answered.get(20, java.util.concurrent.TimeUnit.SECONDS);
+            java.net.InetSocketAddress requester = answered.get(20, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(device.ip(), requester.getAddress().getHostAddress(), "the listener learns who asked: " + requester);
+            assertTrue(requester.getPort() > 0 && requester.getPort() != listener.port(), "the requester's own port: " + requester);
             assertEquals(server.number(), peer.qpn(), "the answer names the listener's queue pair");
             assertEquals(io.jverbs.RdmaCm.UDP_QKEY, peer.qkey());
             assertArrayEquals(server.address().gid(), peer.gid(), "and the path to its GID");
