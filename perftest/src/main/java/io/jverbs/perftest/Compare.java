@@ -200,12 +200,17 @@ public final class Compare {
         List<String> failures = new ArrayList<>();
         int caseNo = 0;
         for (String[] k : cases) {
-            String test = k[0];
+            // "send_lat/UD": the test on another connection type (-c UD), RC otherwise
+            String test = k[0].replaceFirst("/.*", "");
+            String connection = k[0].contains("/") ? k[0].substring(k[0].indexOf('/') + 1) : "RC";
             String size = k[1];
             String iters = k[2];
             int runs = Integer.parseInt(k[3]);
             boolean bw = test.endsWith("_bw");
-            List<String> flags = List.of("-d", dev, "-x", gid, "-s", size, "-n", iters, "-F");
+            List<String> flags = new ArrayList<>(List.of("-d", dev, "-x", gid, "-s", size, "-n", iters, "-F"));
+            if (!connection.equals("RC")) {
+                flags.addAll(List.of("-c", connection));
+            }
             List<Sample> c = new ArrayList<>();
             List<Sample> j = new ArrayList<>();
             Sample[] cRun = new Sample[runs];
@@ -215,7 +220,8 @@ public final class Compare {
                 for (int side = 0; side < 2; side++) {
                     boolean isC = (side == 0) == cFirst;
                     port++;
-                    String tag = test + "-" + size + "-" + r + (isC ? "-c" : "-java");
+                    String tag = test + (connection.equals("RC") ? "" : "-" + connection) + "-" + size + "-" + r
+                            + (isC ? "-c" : "-java");
                     Sample s;
                     try {
                         s = isC ? runC(test, flags, ip, port, work, tag) : runJava(test, flags, ip, port, work, tag);
@@ -232,7 +238,8 @@ public final class Compare {
                     }
                     (isC ? c : j).add(s);
                     (isC ? cRun : jRun)[r] = s;
-                    System.out.printf(Locale.ROOT, "  %-9s %6s B run %d %-4s %s%s%n", test, size, r + 1, isC ? "C" : "Java",
+                    System.out.printf(Locale.ROOT, "  %-12s %6s B run %d %-4s %s%s%n", label(test, connection), size, r + 1,
+                            isC ? "C" : "Java",
                             bw ? String.format(Locale.ROOT, "%.2f MB/s %.4f Mpps", s.bw(), s.msgRate())
                                : String.format(Locale.ROOT, "t_typical %.2f us p99 %.2f us", s.typical(), s.p99()),
                             s.jitMs() >= 0 ? " (JIT compiled " + s.jitMs() + " ms during the loop)" : "");
@@ -242,6 +249,7 @@ public final class Compare {
             caseNo++;
             Map<String, Object> row = new LinkedHashMap<>();
             row.put("test", test);
+            row.put("connection", connection);
             row.put("size", Integer.parseInt(size));
             row.put("iters", Integer.parseInt(iters));
             row.put("runs", runs);
@@ -286,7 +294,7 @@ public final class Compare {
                 }
                 Map<String, Object> m = (Map<String, Object>) r.get(bw ? "bw_avg_MBps" : "t_typical_usec");
                 if (m.get("c") instanceof Double cv && m.get("java") instanceof Double jv && !cv.isNaN() && !jv.isNaN()) {
-                    names.add(r.get("test") + " " + r.get("size") + " B");
+                    names.add(label(r) + " " + r.get("size") + " B");
                     values.add(new double[] {cv, jv});
                 }
             }
@@ -349,23 +357,32 @@ public final class Compare {
         return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
 
+    /** A case's name in the tables and charts: the test, and its connection type when not RC. */
+    private static String label(String test, String connection) {
+        return connection == null || connection.equals("RC") ? test : test + " " + connection;
+    }
+
+    private static String label(Map<String, Object> row) {
+        return label((String) row.get("test"), (String) row.get("connection"));
+    }
+
     @SuppressWarnings("unchecked")
     private static void printTable(List<Map<String, Object>> rows) {
         System.out.println();
         System.out.println("ratio: Java/C of the medians; paired: the median of Java/C over each back-to-back pair of runs");
-        System.out.println("test       size   iters runs | C BW MB/s  Java BW   ratio paired | C Mpps   Java Mpps ratio paired | Java alloc B (median)");
+        System.out.println("test          size   iters runs | C BW MB/s  Java BW   ratio paired | C Mpps   Java Mpps ratio paired | Java alloc B (median)");
         for (Map<String, Object> r : rows) {
             if (!((String) r.get("test")).endsWith("_bw")) {
                 continue;
             }
             Map<String, Object> b = (Map<String, Object>) r.get("bw_avg_MBps");
             Map<String, Object> m = (Map<String, Object>) r.get("msg_rate_Mpps");
-            System.out.printf(Locale.ROOT, "%-9s %6d %6d %4d | %9.2f %9.2f %6.2f %6.2f | %7.4f %8.4f %6.2f %6.2f | %d%n",
-                    r.get("test"), r.get("size"), r.get("iters"), r.get("runs"), b.get("c"), b.get("java"), b.get("ratio"),
+            System.out.printf(Locale.ROOT, "%-12s %6d %6d %4d | %9.2f %9.2f %6.2f %6.2f | %7.4f %8.4f %6.2f %6.2f | %d%n",
+                    label(r), r.get("size"), r.get("iters"), r.get("runs"), b.get("c"), b.get("java"), b.get("ratio"),
                     b.get("paired_ratio"), m.get("c"), m.get("java"), m.get("ratio"), m.get("paired_ratio"),
                     r.get("java_allocated_bytes_median"));
         }
-        System.out.println("test       size   iters runs | C t_typ us Java t_typ ratio paired | C p99 us Java p99  ratio paired"
+        System.out.println("test          size   iters runs | C t_typ us Java t_typ ratio paired | C p99 us Java p99  ratio paired"
                 + " | C t_min Java t_min ratio | Java alloc B (median)");
         for (Map<String, Object> r : rows) {
             if (((String) r.get("test")).endsWith("_bw")) {
@@ -374,9 +391,9 @@ public final class Compare {
             Map<String, Object> t = (Map<String, Object>) r.get("t_typical_usec");
             Map<String, Object> p = (Map<String, Object>) r.get("p99_usec");
             Map<String, Object> m = (Map<String, Object>) r.get("t_min_usec");
-            System.out.printf(Locale.ROOT, "%-9s %6d %6d %4d | %9.2f %9.2f %6.2f %6.2f | %8.2f %8.2f %6.2f %6.2f"
+            System.out.printf(Locale.ROOT, "%-12s %6d %6d %4d | %9.2f %9.2f %6.2f %6.2f | %8.2f %8.2f %6.2f %6.2f"
                             + " | %7.2f %7.2f %5.2f | %d%n",
-                    r.get("test"), r.get("size"), r.get("iters"), r.get("runs"), t.get("c"), t.get("java"), t.get("ratio"),
+                    label(r), r.get("size"), r.get("iters"), r.get("runs"), t.get("c"), t.get("java"), t.get("ratio"),
                     t.get("paired_ratio"), p.get("c"), p.get("java"), p.get("ratio"), p.get("paired_ratio"),
                     m.get("c"), m.get("java"), m.get("ratio"), r.get("java_allocated_bytes_median"));
         }

@@ -81,4 +81,17 @@ class ConnectionTypeTest {
         assertEquals(4, parsed(Verb.ATOMIC, Kind.BW, "-l", "4").cqModResolved, "atomics: moderation by the list, as C");
         refused("Post list is supported in BW tests only", Verb.ATOMIC, Kind.LAT, "-l", "4");
     }
+
+    @Test
+    void unreliableTransportsKeepUpToSixteenThousandReceivesAsC() {
+        // C's force_dependecies: UC and UD with the default receive depth post min(iters, UC_MAX_RX)
+        assertEquals(16000, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-s", "64", "-n", "20000").rx);
+        assertEquals(16000, parsed(Verb.SEND, Kind.BW, "-c", "UC", "-n", "20000").rx);
+        assertEquals(16000, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-n", "20000", "-r", "512").rx, "C compares the value, 512 given or not");
+        assertEquals(1000, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-n", "1000").rx, "at most the iterations");
+        assertEquals(16000, parsed(Verb.SEND, Kind.LAT, "-c", "UD", "-n", "20000").rx);
+        assertEquals(256, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-n", "20000", "-r", "256").rx, "another -r is kept");
+        assertEquals(512, parsed(Verb.SEND, Kind.BW, "-n", "20000").rx, "RC keeps 512");
+        assertEquals(512, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-D", "2").rx, "duration mode keeps 512");
+    }
 }
