@@ -25,6 +25,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @DeviceTest
 class DatagramTest {
     /** One side of a datagram exchange: its own device context, protection domain and completion queue. */
+    /** A datagram queue pair on {@code side} with C perftest's Q_Key, both queues {@code depth} deep, on the test GID. */
+    private static DatagramQueuePair datagramQp(Side side, int depth, TestDevice device) {
+        return DatagramQueuePair.create(side.pd(), side.cq(), depth, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+    }
+
     private record Side(Context context, ProtectionDomain pd, CompletionQueue cq) implements AutoCloseable {
         static Side open(TestDevice device) {
             Context c = Rdma.open(device.name());
@@ -40,7 +45,7 @@ class DatagramTest {
     @Test
     void datagramsArriveAfterTheRoutingHeader(TestDevice device) {
         try (Side a = Side.open(device); Side b = Side.open(device)) {
-            DatagramQueuePair sender = DatagramQueuePair.create(a.pd(), a.cq(), 8, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+            DatagramQueuePair sender = datagramQp(a, 8, device);
             // the receiver names its port: rxe has one
             DatagramQueuePair receiver = DatagramQueuePair.create(b.pd(), b.cq(), 8, DatagramQueuePair.DEFAULT_QKEY, 1, device.gidIndexEnv());
             assertThrows(IllegalArgumentException.class,
@@ -188,8 +193,8 @@ class DatagramTest {
     @Test
     void datagramBatchesPostedAsOneList(TestDevice device) {
         try (Side a = Side.open(device); Side b = Side.open(device)) {
-            DatagramQueuePair sender = DatagramQueuePair.create(a.pd(), a.cq(), 8, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
-            DatagramQueuePair receiver = DatagramQueuePair.create(b.pd(), b.cq(), 16, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+            DatagramQueuePair sender = datagramQp(a, 8, device);
+            DatagramQueuePair receiver = datagramQp(b, 16, device);
             RegisteredBuffer out = a.pd().allocate(4096);
             RegisteredBuffer in = b.pd().allocate(16 * 256);
             DatagramQueuePair.Destination to = sender.destination(receiver.address());
@@ -240,8 +245,8 @@ class DatagramTest {
     @Test
     void closedDestinationsReleaseTheirHandles(TestDevice device) {
         try (Side a = Side.open(device); Side b = Side.open(device)) {
-            DatagramQueuePair sender = DatagramQueuePair.create(a.pd(), a.cq(), 8, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
-            DatagramQueuePair receiver = DatagramQueuePair.create(b.pd(), b.cq(), 8, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+            DatagramQueuePair sender = datagramQp(a, 8, device);
+            DatagramQueuePair receiver = datagramQp(b, 8, device);
             RegisteredBuffer out = a.pd().allocate(4096);
             RegisteredBuffer in = b.pd().allocate(4096);
             DatagramQueuePair.Destination to = sender.destination(receiver.address());
@@ -289,7 +294,7 @@ class DatagramTest {
             long cycleMs = (System.nanoTime() - t0) / 1_000_000;
             String exhausted = "not tried (max_ah " + maxAh + ")";
             if (maxAh > 0 && maxAh <= 50_000) { // kept open, the handles run out, and the error says why
-                DatagramQueuePair hoarder = DatagramQueuePair.create(a.pd(), a.cq(), 2, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
+                DatagramQueuePair hoarder = datagramQp(a, 2, device);
                 io.jverbs.ibverbs.VerbsException full = assertThrows(io.jverbs.ibverbs.VerbsException.class, () -> {
                     for (int i = 0; i <= maxAh; i++) {
                         hoarder.destination(receiver.address());

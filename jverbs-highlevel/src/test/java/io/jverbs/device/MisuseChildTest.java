@@ -99,8 +99,7 @@ class MisuseChildTest {
             return post + "; a fill: " + fill;
         });
         CASES.put("fill or post a datagram batch after its queue pair closed", lb -> {
-            io.jverbs.DatagramQueuePair ud = io.jverbs.DatagramQueuePair.create(lb.client.pd, lb.client.cq, 4,
-                    io.jverbs.DatagramQueuePair.DEFAULT_QKEY, -1);
+            io.jverbs.DatagramQueuePair ud = datagramQp(lb, 4, io.jverbs.DatagramQueuePair.DEFAULT_QKEY);
             io.jverbs.DatagramQueuePair.Destination self = ud.destination(ud.address());
             io.jverbs.DatagramBatch batch = ud.newBatch(2);
             batch.send(1, self, lb.client.buffer, 0, 8, true);
@@ -110,8 +109,7 @@ class MisuseChildTest {
             return post + "; a fill: " + fill;
         });
         CASES.put("reply to a kept completion, send or resolve after the datagram queue pair closed", lb -> {
-            io.jverbs.DatagramQueuePair ud = io.jverbs.DatagramQueuePair.create(lb.client.pd, lb.client.cq, 4,
-                    io.jverbs.RdmaCm.UDP_QKEY, -1);
+            io.jverbs.DatagramQueuePair ud = datagramQp(lb, 4, io.jverbs.RdmaCm.UDP_QKEY);
             io.jverbs.DatagramQueuePair.Destination self = ud.destination(ud.address());
             ud.receive(1, lb.client.buffer, 1024, 1024);
             ud.sendWithImmediate(2, self, lb.client.buffer, 0, 8, ud.number());
@@ -135,8 +133,7 @@ class MisuseChildTest {
             return reply + "; send: " + send + "; resolve: " + resolve;
         });
         CASES.put("close a destination with datagrams in flight, then send or post a batch to it", lb -> {
-            io.jverbs.DatagramQueuePair ud = io.jverbs.DatagramQueuePair.create(lb.client.pd, lb.client.cq, 8,
-                    io.jverbs.DatagramQueuePair.DEFAULT_QKEY, -1);
+            io.jverbs.DatagramQueuePair ud = datagramQp(lb, 8, io.jverbs.DatagramQueuePair.DEFAULT_QKEY);
             io.jverbs.DatagramQueuePair.Destination self = ud.destination(ud.address());
             io.jverbs.DatagramBatch batch = ud.newBatch(2);
             batch.send(9, self, lb.client.buffer, 0, 8, true);
@@ -224,6 +221,11 @@ class MisuseChildTest {
     }
 
     /** Asserts that {@code call} throws an IllegalStateException naming {@code messagePart}; returns what it said. */
+    /** A datagram queue pair on the loopback client's domain and completion queue, the default GID. */
+    private static io.jverbs.DatagramQueuePair datagramQp(Loopback lb, int depth, int qkey) {
+        return io.jverbs.DatagramQueuePair.create(lb.client.pd, lb.client.cq, depth, qkey, -1);
+    }
+
     private static String expectIse(org.junit.jupiter.api.function.Executable call, String messagePart) {
         return "IllegalStateException: " + MisuseTest.expect(IllegalStateException.class, messagePart, call).getMessage();
     }
