@@ -49,7 +49,6 @@ import java.util.concurrent.TimeoutException;
 public final class RdmaCm {
     private static final short AF_INET = 2;
     private static final short AF_INET6 = 10;
-    private static final ValueLayout.OfShort NET_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(java.nio.ByteOrder.BIG_ENDIAN);
     /**
      * The Q_Key rdma_cm gives every datagram queue pair of its UDP port space
      * ({@code RDMA_UDP_QKEY}, 0x01234567): make a datagram queue pair with it to use
@@ -189,7 +188,7 @@ public final class RdmaCm {
             id = channel.createId(portSpace);
             check("rdma_bind_addr", rdma_cma_h.rdma_bind_addr(id, sockaddr(arena, host, port)));
             check("rdma_listen", rdma_cma_h.rdma_listen(id, 16));
-            int bound = Short.toUnsignedInt(Short.reverseBytes(rdma_cma_h.rdma_get_src_port(id)));
+            int bound = port(id, false);
             return new Listener(id, channel, bound, portSpace == rdma_cma_h.RDMA_PS_UDP);
         } catch (RuntimeException | Error e) {
             if (id.address() != 0) {
@@ -360,7 +359,6 @@ public final class RdmaCm {
         MemorySegment addr = rdma_route.addr(rdma_cm_id.route(id.reinterpret(rdma_cm_id.sizeof())));
         MemorySegment sa = peer ? rdma_addr.dst_storage(addr) : rdma_addr.src_storage(addr);
         int family = sa.get(ValueLayout.JAVA_SHORT, 0);
-        int port = Short.toUnsignedInt(sa.get(NET_SHORT, 2));
         byte[] ip;
         if (family == AF_INET) {
             ip = sa.asSlice(4, 4).toArray(ValueLayout.JAVA_BYTE);
@@ -370,10 +368,15 @@ public final class RdmaCm {
             return null;
         }
         try {
-            return new InetSocketAddress(InetAddress.getByAddress(ip), port);
+            return new InetSocketAddress(InetAddress.getByAddress(ip), port(id, peer));
         } catch (UnknownHostException e) {
             throw new IllegalStateException(e); // not reached: 4 or 16 bytes
         }
+    }
+
+    /** The id's destination or source port ({@code rdma_get_dst_port} / {@code rdma_get_src_port}, network order), in host order. */
+    private static int port(MemorySegment id, boolean peer) {
+        return Short.toUnsignedInt(Short.reverseBytes(peer ? rdma_cma_h.rdma_get_dst_port(id) : rdma_cma_h.rdma_get_src_port(id)));
     }
 
     private static void requireUdpQkey(DatagramQueuePair qp) {

@@ -24,12 +24,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** Unreliable datagram Send/Receive through jverbs-highlevel on a real device. */
 @DeviceTest
 class DatagramTest {
-    /** One side of a datagram exchange: its own device context, protection domain and completion queue. */
     /** A datagram queue pair on {@code side} with C perftest's Q_Key, both queues {@code depth} deep, on the test GID. */
     private static DatagramQueuePair datagramQp(Side side, int depth, TestDevice device) {
         return DatagramQueuePair.create(side.pd(), side.cq(), depth, DatagramQueuePair.DEFAULT_QKEY, device.gidIndexEnv());
     }
 
+    /** One side of a datagram exchange: its own device context, protection domain and completion queue. */
     private record Side(Context context, ProtectionDomain pd, CompletionQueue cq) implements AutoCloseable {
         static Side open(TestDevice device) {
             Context c = Rdma.open(device.name());

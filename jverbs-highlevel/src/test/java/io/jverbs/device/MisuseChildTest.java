@@ -220,12 +220,12 @@ class MisuseChildTest {
         });
     }
 
-    /** Asserts that {@code call} throws an IllegalStateException naming {@code messagePart}; returns what it said. */
     /** A datagram queue pair on the loopback client's domain and completion queue, the default GID. */
     private static io.jverbs.DatagramQueuePair datagramQp(Loopback lb, int depth, int qkey) {
         return io.jverbs.DatagramQueuePair.create(lb.client.pd, lb.client.cq, depth, qkey, -1);
     }
 
+    /** Asserts that {@code call} throws an IllegalStateException naming {@code messagePart}; returns what it said. */
     private static String expectIse(org.junit.jupiter.api.function.Executable call, String messagePart) {
         return "IllegalStateException: " + MisuseTest.expect(IllegalStateException.class, messagePart, call).getMessage();
     }

@@ -155,9 +155,9 @@ final class BwLoop implements CompletionHandler {
      * second loop condition: a -c UD warm-up never exceeds the receive depth (a datagram that
      * finds no receive is lost), so a loop that stopped at the depth in the measured run left the
      * code C2 compiled from the warm-up's profile ({@code -XX:+PrintCompilation}: "BwLoop.repost
-     * trap_bci=45 unstable_if", then BwLoop.run made not entrant) and the interpreted receiver fell
-     * 512 receives behind a C client: 271-6,430 of 20,000 datagrams were dropped (rxe's rcvd_pkts
-     * minus rdma_recvs).
+     * trap_bci=45 unstable_if", then BwLoop.run made not entrant) and went on interpreted, in a
+     * receiver that must keep up with its sender (with 512 receives then, every such run lost
+     * datagrams; the depth C uses, {@link PerftestCommand#UC_MAX_RX}, was the other half of that fix).
      */
     private void repost(int q) {
         long off = s.targetOffset(q);

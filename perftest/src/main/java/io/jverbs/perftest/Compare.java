@@ -201,8 +201,9 @@ public final class Compare {
         int caseNo = 0;
         for (String[] k : cases) {
             // "send_lat/UD": the test on another connection type (-c UD), RC otherwise
-            String test = k[0].replaceFirst("/.*", "");
-            String connection = k[0].contains("/") ? k[0].substring(k[0].indexOf('/') + 1) : "RC";
+            String[] testAndConnection = k[0].split("/", 2);
+            String test = testAndConnection[0];
+            String connection = testAndConnection.length > 1 ? testAndConnection[1] : "RC";
             String size = k[1];
             String iters = k[2];
             int runs = Integer.parseInt(k[3]);
