@@ -153,7 +153,17 @@ class MisuseChildTest {
                 throw new AssertionError(seen[0] + " sends and " + seen[1] + " receives completed, " + seen[2]
                         + " failed, " + ud.addressHandles() + " address handles left");
             }
-            return send + "; a batch: " + post + "; the 4 datagrams in flight arrived, then the handle went";
+            // a destination left open goes with its queue pair: closing it afterwards must not destroy its handle twice
+            io.jverbs.DatagramQueuePair.Destination open = ud.destination(ud.address());
+            ud.close();
+            open.close();
+            self.close();
+            if (!open.isClosed()) {
+                throw new AssertionError("a destination closed after its queue pair does not say it is closed");
+            }
+            String late = expectIse(() -> ud.send(6, open, lb.client.buffer, 0, 8), "closed");
+            return send + "; a batch: " + post + "; the 4 datagrams in flight arrived, then the handle went; "
+                    + "closed after its queue pair: no-op, then " + late;
         });
         CASES.put("peer writes into a closed buffer", lb -> {
             RemoteBuffer remote = lb.serverRemote();
