@@ -29,13 +29,15 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Not a user command: the harness behind {@code scripts/compare-perftest}. In one JVM it runs,
- * for each case, the C perftest (server and client as child processes) and jverbs-perftest
- * (server and client as two threads of this JVM, which saves the JVM starts) with the same flags,
- * alternating which goes first, and writes the medians side by side as a table and as JSON.
+ * the C perftest (server and client as child processes) and jverbs-perftest (server and client as
+ * two threads of this JVM, which saves the JVM starts) with the same flags, back to back,
+ * alternating which goes first; round by round, every case once a round, so each case's runs
+ * spread over the whole boot. It writes the medians side by side as a table and as JSON.
  *
  * <p>{@code java -cp jverbs-perftest.jar io.jverbs.perftest.Compare --dev rxe0 --gid 1 --ip 10.0.2.15
  * --json out.json --work DIR write_bw:64:1000:3 write_lat:2:200:5 ...} (case = test:size:iters:runs;
- * {@code --pin} binds servers to CPU 1 and clients to CPU 0).
+ * {@code --pin} binds servers to CPU 1 and clients to CPU 0). {@code Compare --table FILE} prints the
+ * table of a JSON it wrote again (intervals recomputed from the runs), {@code --replot FILE} its charts.
  */
 public final class Compare {
     private static final long TIMEOUT_S = 300;
@@ -166,6 +168,24 @@ public final class Compare {
      * @throws Exception when a run fails
      */
     public static void main(String[] args) throws Exception {
+        if (args.length == 2 && args[0].equals("--table")) {
+            // prints the table again from a JSON this harness wrote, its intervals recomputed from the runs
+            @SuppressWarnings("unchecked")
+            Map<String, Object> saved = new ObjectMapper().readValue(Path.of(args[1]).toFile(), Map.class);
+            @SuppressWarnings("unchecked")
+            List<Map<String, Object>> savedRows = (List<Map<String, Object>>) saved.get("cases");
+            for (Map<String, Object> row : savedRows) {
+                for (Object v : row.values()) {
+                    if (v instanceof Map<?, ?> m && m.get("c_runs") instanceof List<?> cr && m.get("java_runs") instanceof List<?> jr) {
+                        @SuppressWarnings("unchecked")
+                        Map<String, Object> metric = (Map<String, Object>) m;
+                        metric.put("ratio_ci95", ratioInterval(numbers(cr), numbers(jr)));
+                    }
+                }
+            }
+            printTable(savedRows);
+            return;
+        }
         if (args.length == 2 && args[0].equals("--replot")) {
             // draws the charts again from a JSON this harness wrote (no device needed)
             Path in = Path.of(args[1]);
@@ -198,74 +218,46 @@ public final class Compare {
         Files.createDirectories(work);
         List<Map<String, Object>> rows = new ArrayList<>();
         List<String> failures = new ArrayList<>();
-        int caseNo = 0;
+        List<Case> all = new ArrayList<>();
         for (String[] k : cases) {
-            // "send_lat/UD": the test on another connection type (-c UD), RC otherwise
-            String[] testAndConnection = k[0].split("/", 2);
-            String test = testAndConnection[0];
-            String connection = testAndConnection.length > 1 ? testAndConnection[1] : "RC";
-            String size = k[1];
-            String iters = k[2];
-            int runs = Integer.parseInt(k[3]);
-            boolean bw = test.endsWith("_bw");
-            List<String> flags = new ArrayList<>(List.of("-d", dev, "-x", gid, "-s", size, "-n", iters, "-F"));
-            if (!connection.equals("RC")) {
-                flags.addAll(List.of("-c", connection));
-            }
-            List<Sample> c = new ArrayList<>();
-            List<Sample> j = new ArrayList<>();
-            Sample[] cRun = new Sample[runs];
-            Sample[] jRun = new Sample[runs];
-            for (int r = 0; r < runs; r++) {
-                boolean cFirst = (caseNo + r) % 2 == 0;
-                for (int side = 0; side < 2; side++) {
-                    boolean isC = (side == 0) == cFirst;
-                    port++;
-                    String tag = test + (connection.equals("RC") ? "" : "-" + connection) + "-" + size + "-" + r
-                            + (isC ? "-c" : "-java");
-                    Sample s;
+            all.add(Case.of(k, dev, gid));
+        }
+        int[] runs = all.stream().mapToInt(Case::runs).toArray();
+        for (int[] next : schedule(runs)) {
+            int i = next[0];
+            int r = next[1];
+            Case k = all.get(i);
+            boolean cFirst = (i + r) % 2 == 0;
+            for (int side = 0; side < 2; side++) {
+                boolean isC = (side == 0) == cFirst;
+                port++;
+                String tag = k.test() + (k.connection().equals("RC") ? "" : "-" + k.connection()) + "-" + k.size()
+                        + "-" + r + (isC ? "-c" : "-java");
+                Sample s;
+                try {
+                    s = isC ? runC(k.test(), k.flags(), ip, port, work, tag) : runJava(k.test(), k.flags(), ip, port, work, tag);
+                } catch (Exception | AssertionError e) {
+                    System.out.println("  " + tag + " failed, retrying once: " + e.getMessage().lines().findFirst().orElse(""));
+                    port += 1;
                     try {
-                        s = isC ? runC(test, flags, ip, port, work, tag) : runJava(test, flags, ip, port, work, tag);
-                    } catch (Exception | AssertionError e) {
-                        System.out.println("  " + tag + " failed, retrying once: " + e.getMessage().lines().findFirst().orElse(""));
-                        port += 1;
-                        try {
-                            s = isC ? runC(test, flags, ip, port, work, tag) : runJava(test, flags, ip, port, work, tag);
-                        } catch (Exception | AssertionError e2) {
-                            System.out.println("  " + tag + " failed again, left out: " + e2);
-                            failures.add(tag + ": " + e2.getMessage());
-                            continue;
-                        }
+                        s = isC ? runC(k.test(), k.flags(), ip, port, work, tag) : runJava(k.test(), k.flags(), ip, port, work, tag);
+                    } catch (Exception | AssertionError e2) {
+                        System.out.println("  " + tag + " failed again, left out: " + e2);
+                        failures.add(tag + ": " + e2.getMessage());
+                        continue;
                     }
-                    (isC ? c : j).add(s);
-                    (isC ? cRun : jRun)[r] = s;
-                    System.out.printf(Locale.ROOT, "  %-12s %6s B run %d %-4s %s%s%n", label(test, connection), size, r + 1,
-                            isC ? "C" : "Java",
-                            bw ? String.format(Locale.ROOT, "%.2f MB/s %.4f Mpps", s.bw(), s.msgRate())
-                               : String.format(Locale.ROOT, "t_typical %.2f us p99 %.2f us", s.typical(), s.p99()),
-                            s.jitMs() >= 0 ? " (JIT compiled " + s.jitMs() + " ms during the loop)" : "");
-                    System.out.flush();
                 }
+                (isC ? k.cRun() : k.jRun())[r] = s;
+                System.out.printf(Locale.ROOT, "  %-12s %6s B run %d %-4s %s%s%n", label(k.test(), k.connection()),
+                        k.size(), r + 1, isC ? "C" : "Java",
+                        k.bw() ? String.format(Locale.ROOT, "%.2f MB/s %.4f Mpps", s.bw(), s.msgRate())
+                               : String.format(Locale.ROOT, "t_typical %.2f us p99 %.2f us", s.typical(), s.p99()),
+                        s.jitMs() >= 0 ? " (JIT compiled " + s.jitMs() + " ms during the loop)" : "");
+                System.out.flush();
             }
-            caseNo++;
-            Map<String, Object> row = new LinkedHashMap<>();
-            row.put("test", test);
-            row.put("connection", connection);
-            row.put("size", Integer.parseInt(size));
-            row.put("iters", Integer.parseInt(iters));
-            row.put("runs", runs);
-            if (bw) {
-                put(row, "bw_avg_MBps", c, j, cRun, jRun, Sample::bw);
-                put(row, "msg_rate_Mpps", c, j, cRun, jRun, Sample::msgRate);
-            } else {
-                put(row, "t_typical_usec", c, j, cRun, jRun, Sample::typical);
-                put(row, "p99_usec", c, j, cRun, jRun, Sample::p99);
-                put(row, "t_min_usec", c, j, cRun, jRun, Sample::min);
-            }
-            row.put("java_allocated_bytes_median", (long) median(j, s -> s.allocated()));
-            row.put("java_allocated_bytes", j.stream().mapToLong(Sample::allocated).toArray());
-            row.put("java_jit_ms_during_loop", j.stream().mapToLong(Sample::jitMs).toArray());
-            rows.add(row);
+        }
+        for (Case k : all) {
+            rows.add(k.row());
         }
         Map<String, Object> root = new LinkedHashMap<>();
         root.put("device", dev);
@@ -279,6 +271,77 @@ public final class Compare {
         plot(rows, json);
         if (!failures.isEmpty()) {
             System.out.println(failures.size() + " run(s) failed and were left out: " + failures);
+        }
+    }
+
+    /**
+     * The order of the runs: round by round, every case once a round (a case with fewer runs
+     * drops out of the later rounds), each entry {@code {case, round}}. A case's runs so spread
+     * over the whole boot instead of one stretch of it (randomized-interleaved trials, without the
+     * randomizing): a slow stretch of the shared host moves every case's medians a little instead
+     * of one case's a lot (read_bw 64 KiB: 0.93 over one boot's seven back-to-back pairs, 1.01 over
+     * nine pairs of it alone right after).
+     *
+     * @param runs each case's number of runs, in the order the cases were given
+     * @return every {@code {case, round}} once, in the order to run them
+     */
+    static List<int[]> schedule(int[] runs) {
+        List<int[]> order = new ArrayList<>();
+        int rounds = Arrays.stream(runs).max().orElse(0);
+        for (int r = 0; r < rounds; r++) {
+            for (int i = 0; i < runs.length; i++) {
+                if (r < runs[i]) {
+                    order.add(new int[] {i, r});
+                }
+            }
+        }
+        return order;
+    }
+
+    /**
+     * One case of the comparison ({@code test[/CONN]:size:iters:runs}): its flags, and run {@code r}'s
+     * sample of each side in {@code cRun[r]} and {@code jRun[r]} (null when it failed twice).
+     */
+    private record Case(String test, String connection, String size, String iters, int runs, List<String> flags,
+                        Sample[] cRun, Sample[] jRun) {
+        /** The case a command-line argument names ("send_lat/UD": the test on -c UD; RC otherwise). */
+        static Case of(String[] k, String dev, String gid) {
+            String[] testAndConnection = k[0].split("/", 2);
+            String connection = testAndConnection.length > 1 ? testAndConnection[1] : "RC";
+            List<String> flags = new ArrayList<>(List.of("-d", dev, "-x", gid, "-s", k[1], "-n", k[2], "-F"));
+            if (!connection.equals("RC")) {
+                flags.addAll(List.of("-c", connection));
+            }
+            int runs = Integer.parseInt(k[3]);
+            return new Case(testAndConnection[0], connection, k[1], k[2], runs, flags, new Sample[runs], new Sample[runs]);
+        }
+
+        boolean bw() {
+            return test.endsWith("_bw");
+        }
+
+        /** This case's row of the JSON: medians of each side's runs, their ratios, every run's value. */
+        Map<String, Object> row() {
+            List<Sample> c = Arrays.stream(cRun).filter(java.util.Objects::nonNull).toList();
+            List<Sample> j = Arrays.stream(jRun).filter(java.util.Objects::nonNull).toList();
+            Map<String, Object> row = new LinkedHashMap<>();
+            row.put("test", test);
+            row.put("connection", connection);
+            row.put("size", Integer.parseInt(size));
+            row.put("iters", Integer.parseInt(iters));
+            row.put("runs", runs);
+            if (bw()) {
+                put(row, "bw_avg_MBps", c, j, cRun, jRun, Sample::bw);
+                put(row, "msg_rate_Mpps", c, j, cRun, jRun, Sample::msgRate);
+            } else {
+                put(row, "t_typical_usec", c, j, cRun, jRun, Sample::typical);
+                put(row, "p99_usec", c, j, cRun, jRun, Sample::p99);
+                put(row, "t_min_usec", c, j, cRun, jRun, Sample::min);
+            }
+            row.put("java_allocated_bytes_median", (long) median(j, Sample::allocated));
+            row.put("java_allocated_bytes", j.stream().mapToLong(Sample::allocated).toArray());
+            row.put("java_jit_ms_during_loop", j.stream().mapToLong(Sample::jitMs).toArray());
+            return row;
         }
     }
 
@@ -320,9 +383,55 @@ public final class Compare {
         o.put("ratio", mc > 0 ? round(mj / mc) : null);
         double paired = pairedRatio(cRun, jRun, f);
         o.put("paired_ratio", Double.isNaN(paired) ? null : round(paired));
+        double[] ci = ratioInterval(c.stream().mapToDouble(f).toArray(), j.stream().mapToDouble(f).toArray());
+        o.put("ratio_ci95", ci == null ? null : new double[] {round(ci[0]), round(ci[1])});
         o.put("c_runs", c.stream().mapToDouble(f).map(Compare::round).toArray());
         o.put("java_runs", j.stream().mapToDouble(f).map(Compare::round).toArray());
         row.put(name, o);
+    }
+
+    /** Bootstrap resamples behind {@link #ratioInterval}; its seed is fixed, so a JSON gives the same interval again. */
+    private static final int RESAMPLES = 10_000;
+
+    /**
+     * A 95 % interval for Java/C of the medians: the 2.5th and 97.5th percentiles of that ratio
+     * over {@value #RESAMPLES} bootstrap resamples, each side's runs drawn again with replacement
+     * (percentile bootstrap, fixed seed). It says how far the ratio could move with the same runs'
+     * spread: on the emulated rig one tool's runs of a case spread 1.5-2x within a boot, so a
+     * ratio of 0.96 whose interval reaches past 1.0 is not a measured loss. Null when a side has
+     * fewer than two runs.
+     *
+     * @param c C's values, one per run
+     * @param j Java's values, one per run
+     * @return {lower, upper}, or null
+     */
+    static double[] ratioInterval(double[] c, double[] j) {
+        if (c.length < 2 || j.length < 2) {
+            return null;
+        }
+        java.util.SplittableRandom random = new java.util.SplittableRandom(42);
+        double[] ratios = new double[RESAMPLES];
+        double[] cs = new double[c.length];
+        double[] js = new double[j.length];
+        int n = 0;
+        for (int b = 0; b < RESAMPLES; b++) {
+            for (int i = 0; i < cs.length; i++) {
+                cs[i] = c[random.nextInt(c.length)];
+            }
+            for (int i = 0; i < js.length; i++) {
+                js[i] = j[random.nextInt(j.length)];
+            }
+            double mc = median(cs);
+            if (mc > 0) {
+                ratios[n++] = median(js) / mc;
+            }
+        }
+        if (n == 0) {
+            return null;
+        }
+        double[] kept = Arrays.copyOf(ratios, n);
+        Arrays.sort(kept);
+        return new double[] {kept[(int) Math.floor(0.025 * (n - 1))], kept[(int) Math.ceil(0.975 * (n - 1))]};
     }
 
     /**
@@ -367,23 +476,35 @@ public final class Compare {
         return label((String) row.get("test"), (String) row.get("connection"));
     }
 
+    /** A metric's {@code ratio_ci95} as {@code [0.91,1.06]}, or "-" when there is none. */
+    private static String interval(Map<String, Object> metric) {
+        return metric.get("ratio_ci95") instanceof double[] ci
+                ? String.format(Locale.ROOT, "[%.2f,%.2f]", ci[0], ci[1]) : "-";
+    }
+
+    /** The numbers of a JSON array. */
+    private static double[] numbers(List<?> values) {
+        return values.stream().mapToDouble(v -> ((Number) v).doubleValue()).toArray();
+    }
+
     @SuppressWarnings("unchecked")
     private static void printTable(List<Map<String, Object>> rows) {
         System.out.println();
-        System.out.println("ratio: Java/C of the medians; paired: the median of Java/C over each back-to-back pair of runs");
-        System.out.println("test          size   iters runs | C BW MB/s  Java BW   ratio paired | C Mpps   Java Mpps ratio paired | Java alloc B (median)");
+        System.out.println("ratio: Java/C of the medians; paired: the median of Java/C over each back-to-back pair of runs;"
+                + " 95% interval: of the ratio, bootstrapped from each side's runs");
+        System.out.println("test          size   iters runs | C BW MB/s  Java BW   ratio paired 95% interval | C Mpps   Java Mpps ratio paired | Java alloc B (median)");
         for (Map<String, Object> r : rows) {
             if (!((String) r.get("test")).endsWith("_bw")) {
                 continue;
             }
             Map<String, Object> b = (Map<String, Object>) r.get("bw_avg_MBps");
             Map<String, Object> m = (Map<String, Object>) r.get("msg_rate_Mpps");
-            System.out.printf(Locale.ROOT, "%-12s %6d %6d %4d | %9.2f %9.2f %6.2f %6.2f | %7.4f %8.4f %6.2f %6.2f | %d%n",
+            System.out.printf(Locale.ROOT, "%-12s %6d %6d %4d | %9.2f %9.2f %6.2f %6.2f %-12s | %7.4f %8.4f %6.2f %6.2f | %d%n",
                     label(r), r.get("size"), r.get("iters"), r.get("runs"), b.get("c"), b.get("java"), b.get("ratio"),
-                    b.get("paired_ratio"), m.get("c"), m.get("java"), m.get("ratio"), m.get("paired_ratio"),
+                    b.get("paired_ratio"), interval(b), m.get("c"), m.get("java"), m.get("ratio"), m.get("paired_ratio"),
                     r.get("java_allocated_bytes_median"));
         }
-        System.out.println("test          size   iters runs | C t_typ us Java t_typ ratio paired | C p99 us Java p99  ratio paired"
+        System.out.println("test          size   iters runs | C t_typ us Java t_typ ratio paired 95% interval | C p99 us Java p99  ratio paired"
                 + " | C t_min Java t_min ratio | Java alloc B (median)");
         for (Map<String, Object> r : rows) {
             if (((String) r.get("test")).endsWith("_bw")) {
@@ -392,10 +513,10 @@ public final class Compare {
             Map<String, Object> t = (Map<String, Object>) r.get("t_typical_usec");
             Map<String, Object> p = (Map<String, Object>) r.get("p99_usec");
             Map<String, Object> m = (Map<String, Object>) r.get("t_min_usec");
-            System.out.printf(Locale.ROOT, "%-12s %6d %6d %4d | %9.2f %9.2f %6.2f %6.2f | %8.2f %8.2f %6.2f %6.2f"
+            System.out.printf(Locale.ROOT, "%-12s %6d %6d %4d | %9.2f %9.2f %6.2f %6.2f %-12s | %8.2f %8.2f %6.2f %6.2f"
                             + " | %7.2f %7.2f %5.2f | %d%n",
                     label(r), r.get("size"), r.get("iters"), r.get("runs"), t.get("c"), t.get("java"), t.get("ratio"),
-                    t.get("paired_ratio"), p.get("c"), p.get("java"), p.get("ratio"), p.get("paired_ratio"),
+                    t.get("paired_ratio"), interval(t), p.get("c"), p.get("java"), p.get("ratio"), p.get("paired_ratio"),
                     m.get("c"), m.get("java"), m.get("ratio"), r.get("java_allocated_bytes_median"));
         }
         System.out.flush();

@@ -6,7 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The paired ratio of compare-perftest: the median of Java/C over back-to-back pairs, missing runs left out. */
+/**
+ * compare-perftest's arithmetic: the paired ratio (the median of Java/C over back-to-back pairs,
+ * missing runs left out), what counts as a measurement, and the order of the runs.
+ */
 class CompareRatioTest {
     private static Compare.Sample bw(double v) {
         return new Compare.Sample(v, 0, 0, 0, 0);
@@ -42,5 +45,29 @@ class CompareRatioTest {
         assertTrue(Compare.measured(true, bw(70.7)));
         assertFalse(Compare.measured(false, new Compare.Sample(0, 0, Double.POSITIVE_INFINITY, 0, -1)));
         assertTrue(Compare.measured(false, new Compare.Sample(0, 0, 17.5, 71.4, -1)));
+    }
+
+    @Test
+    void everyCaseRunsOnceARoundSoItsRunsSpreadOverTheBoot() {
+        // three cases with 2, 3 and 1 runs: round 0 has all three, round 1 the first two, round 2 the second
+        java.util.List<String> order = Compare.schedule(new int[] {2, 3, 1}).stream().map(e -> e[0] + "/" + e[1]).toList();
+        assertEquals(java.util.List.of("0/0", "1/0", "2/0", "0/1", "1/1", "1/2"), order);
+        assertTrue(Compare.schedule(new int[0]).isEmpty());
+    }
+
+    @Test
+    void theIntervalOfTheRatioIsAsWideAsTheRunsSpread() {
+        // clearly apart: Java half of C in every run
+        double[] apart = Compare.ratioInterval(new double[] {10, 10.1, 9.9, 10, 10.2}, new double[] {5, 5.1, 4.9, 5, 5.05});
+        assertTrue(apart[1] < 0.55 && apart[0] > 0.45, java.util.Arrays.toString(apart));
+        // the same spread on both sides, as the emulated rig gives (t_typical 30-52 us): 1.0 inside, and wide
+        double[] c = {30, 45, 35, 50, 32, 41, 29};
+        double[] j = {33, 48, 31, 52, 40, 30, 36};
+        double[] wide = Compare.ratioInterval(c, j);
+        assertTrue(wide[0] < 1 && wide[1] > 1 && wide[1] - wide[0] > 0.2, java.util.Arrays.toString(wide));
+        // a fixed seed: the same runs give the same interval
+        assertEquals(java.util.Arrays.toString(wide), java.util.Arrays.toString(Compare.ratioInterval(c, j)));
+        // one run a side says nothing about spread
+        assertEquals(null, Compare.ratioInterval(new double[] {1}, new double[] {1, 2}));
     }
 }
