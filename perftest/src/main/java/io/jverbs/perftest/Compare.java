@@ -36,8 +36,9 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>{@code java -cp jverbs-perftest.jar io.jverbs.perftest.Compare --dev rxe0 --gid 1 --ip 10.0.2.15
  * --json out.json --work DIR write_bw:64:1000:3 write_lat:2:200:5 ...} (case = test:size:iters:runs;
- * {@code --pin} binds servers to CPU 1 and clients to CPU 0). {@code Compare --table FILE} prints the
- * table of a JSON it wrote again (intervals recomputed from the runs), {@code --replot FILE} its charts.
+ * {@code --pin} binds servers to CPU 1 and clients to CPU 0). {@code Compare --table FILE...} prints the
+ * table of a JSON it wrote again, or of several boots' JSONs with their runs pooled case by case
+ * (medians, ratios and intervals computed again from the runs); {@code --replot FILE} its charts.
  */
 public final class Compare {
     private static final long TIMEOUT_S = 300;
@@ -168,22 +169,20 @@ public final class Compare {
      * @throws Exception when a run fails
      */
     public static void main(String[] args) throws Exception {
-        if (args.length == 2 && args[0].equals("--table")) {
-            // prints the table again from a JSON this harness wrote, its intervals recomputed from the runs
-            @SuppressWarnings("unchecked")
-            Map<String, Object> saved = new ObjectMapper().readValue(Path.of(args[1]).toFile(), Map.class);
-            @SuppressWarnings("unchecked")
-            List<Map<String, Object>> savedRows = (List<Map<String, Object>>) saved.get("cases");
-            for (Map<String, Object> row : savedRows) {
-                for (Object v : row.values()) {
-                    if (v instanceof Map<?, ?> m && m.get("c_runs") instanceof List<?> cr && m.get("java_runs") instanceof List<?> jr) {
-                        @SuppressWarnings("unchecked")
-                        Map<String, Object> metric = (Map<String, Object>) m;
-                        metric.put("ratio_ci95", ratioInterval(numbers(cr), numbers(jr)));
-                    }
-                }
+        if (args.length >= 2 && args[0].equals("--table")) {
+            // prints the table again from JSONs this harness wrote: one boot's, or several boots' runs pooled
+            List<List<Map<String, Object>>> boots = new ArrayList<>();
+            for (int i = 1; i < args.length; i++) {
+                @SuppressWarnings("unchecked")
+                Map<String, Object> saved = new ObjectMapper().readValue(Path.of(args[i]).toFile(), Map.class);
+                @SuppressWarnings("unchecked")
+                List<Map<String, Object>> savedRows = (List<Map<String, Object>>) saved.get("cases");
+                boots.add(savedRows);
             }
-            printTable(savedRows);
+            if (boots.size() > 1) {
+                System.out.println(boots.size() + " boots, their runs pooled case by case");
+            }
+            printTable(pool(boots));
             return;
         }
         if (args.length == 2 && args[0].equals("--replot")) {
@@ -474,6 +473,90 @@ public final class Compare {
 
     private static String label(Map<String, Object> row) {
         return label((String) row.get("test"), (String) row.get("connection"));
+    }
+
+    /**
+     * The rows of one table from the rows of one or more boots' JSONs: each case's runs of every
+     * boot together, its medians, ratio and interval computed again from them; the paired ratio
+     * over the pairs of every boot whose two sides have as many runs (none failed), so its pairs
+     * still line up.
+     *
+     * @param boots each boot's {@code cases} rows, as read from its JSON
+     * @return one row per case (test, connection, size), in the order first seen
+     */
+    @SuppressWarnings("unchecked")
+    static List<Map<String, Object>> pool(List<List<Map<String, Object>>> boots) {
+        Map<String, Map<String, Object>> pooled = new LinkedHashMap<>();
+        for (List<Map<String, Object>> rows : boots) {
+            for (Map<String, Object> row : rows) {
+                String key = row.get("test") + "/" + row.get("connection") + "/" + row.get("size");
+                Map<String, Object> into = pooled.computeIfAbsent(key, k -> {
+                    Map<String, Object> fresh = new LinkedHashMap<>();
+                    for (String field : List.of("test", "connection", "size", "iters")) {
+                        fresh.put(field, row.get(field));
+                    }
+                    fresh.put("runs", 0);
+                    fresh.put("java_allocated_bytes", new ArrayList<Long>());
+                    return fresh;
+                });
+                into.put("runs", (Integer) into.get("runs") + ((Number) row.get("runs")).intValue());
+                if (row.get("java_allocated_bytes") instanceof List<?> bytes) {
+                    for (Object b : bytes) {
+                        ((List<Long>) into.get("java_allocated_bytes")).add(((Number) b).longValue());
+                    }
+                }
+                for (Map.Entry<String, Object> e : row.entrySet()) {
+                    if (e.getValue() instanceof Map<?, ?> m && m.get("c_runs") instanceof List<?> cr
+                            && m.get("java_runs") instanceof List<?> jr) {
+                        Map<String, Object> metric = (Map<String, Object>) into.computeIfAbsent(e.getKey(), k -> {
+                            Map<String, Object> fresh = new LinkedHashMap<>();
+                            fresh.put("c_runs", new ArrayList<Double>());
+                            fresh.put("java_runs", new ArrayList<Double>());
+                            fresh.put("pairs", new ArrayList<Double>());
+                            return fresh;
+                        });
+                        double[] c = numbers(cr);
+                        double[] j = numbers(jr);
+                        for (double v : c) {
+                            ((List<Double>) metric.get("c_runs")).add(v);
+                        }
+                        for (double v : j) {
+                            ((List<Double>) metric.get("java_runs")).add(v);
+                        }
+                        if (c.length == j.length) {
+                            for (int i = 0; i < c.length; i++) {
+                                if (c[i] > 0) {
+                                    ((List<Double>) metric.get("pairs")).add(j[i] / c[i]);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        List<Map<String, Object>> rows = new ArrayList<>();
+        for (Map<String, Object> row : pooled.values()) {
+            for (Map.Entry<String, Object> e : row.entrySet()) {
+                if (e.getValue() instanceof Map<?, ?> m) {
+                    Map<String, Object> metric = (Map<String, Object>) m;
+                    double[] c = numbers((List<?>) metric.get("c_runs"));
+                    double[] j = numbers((List<?>) metric.get("java_runs"));
+                    double mc = median(c);
+                    double mj = median(j);
+                    metric.put("c", round(mc));
+                    metric.put("java", round(mj));
+                    metric.put("ratio", mc > 0 ? round(mj / mc) : null);
+                    double paired = median(numbers((List<?>) metric.remove("pairs")));
+                    metric.put("paired_ratio", Double.isNaN(paired) ? null : round(paired));
+                    double[] ci = ratioInterval(c, j);
+                    metric.put("ratio_ci95", ci == null ? null : new double[] {round(ci[0]), round(ci[1])});
+                }
+            }
+            List<Long> bytes = (List<Long>) row.get("java_allocated_bytes");
+            row.put("java_allocated_bytes_median", (long) median(bytes.stream().mapToDouble(Long::doubleValue).toArray()));
+            rows.add(row);
+        }
+        return rows;
     }
 
     /** A metric's {@code ratio_ci95} as {@code [0.91,1.06]}, or "-" when there is none. */

@@ -70,4 +70,36 @@ class CompareRatioTest {
         // one run a side says nothing about spread
         assertEquals(null, Compare.ratioInterval(new double[] {1}, new double[] {1, 2}));
     }
+
+    private static java.util.Map<String, Object> bwRow(int runs, java.util.List<Double> c, java.util.List<Double> j) {
+        java.util.Map<String, Object> metric = new java.util.LinkedHashMap<>();
+        metric.put("c_runs", c);
+        metric.put("java_runs", j);
+        java.util.Map<String, Object> row = new java.util.LinkedHashMap<>();
+        row.put("test", "write_bw");
+        row.put("connection", "RC");
+        row.put("size", 65536);
+        row.put("iters", 2000);
+        row.put("runs", runs);
+        row.put("bw_avg_MBps", metric);
+        row.put("java_allocated_bytes", java.util.List.of(0L));
+        return row;
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void bootsPooledCaseByCaseKeepOnlyPairsThatLineUp() {
+        // boot 1: three pairs, Java 0.5x C in each; boot 2: C lost a run, so its pairs do not line up
+        var boot1 = java.util.List.of(bwRow(3, java.util.List.of(10.0, 20.0, 40.0), java.util.List.of(5.0, 10.0, 20.0)));
+        var boot2 = java.util.List.of(bwRow(2, java.util.List.of(30.0), java.util.List.of(60.0, 90.0)));
+        var rows = Compare.pool(java.util.List.of(boot1, boot2));
+        assertEquals(1, rows.size());
+        assertEquals(5, rows.get(0).get("runs"));
+        var m = (java.util.Map<String, Object>) rows.get(0).get("bw_avg_MBps");
+        assertEquals(25.0, (Double) m.get("c"), 1e-9);    // median of 10, 20, 30, 40
+        assertEquals(20.0, (Double) m.get("java"), 1e-9); // median of 5, 10, 20, 60, 90
+        assertEquals(0.8, (Double) m.get("ratio"), 1e-9);
+        assertEquals(0.5, (Double) m.get("paired_ratio"), 1e-9); // boot 1's three pairs only
+        assertTrue(m.get("ratio_ci95") instanceof double[]);
+    }
 }
