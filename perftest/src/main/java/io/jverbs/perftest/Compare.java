@@ -602,7 +602,86 @@ public final class Compare {
                     t.get("paired_ratio"), interval(t), p.get("c"), p.get("java"), p.get("ratio"), p.get("paired_ratio"),
                     m.get("c"), m.get("java"), m.get("ratio"), r.get("java_allocated_bytes_median"));
         }
+        List<String> verdicts = verdicts(rows);
+        if (!verdicts.isEmpty()) {
+            System.out.println("targets (issue 8's acceptance; \"within the interval\": the target lies inside the ratio's 95% interval):");
+            verdicts.forEach(v -> System.out.println("  " + v));
+        }
         System.out.flush();
+    }
+
+    /**
+     * The ratio targets jverbs-perftest is held to, one line per case present in {@code rows}:
+     * Java/C of the median BW average at 64 KiB at least 0.97, of the median message rate at 64 B
+     * at least 0.9, of the median t_typical at 2 B at most 1.1 (write, read and send, RC), and 0
+     * bytes allocated in every measured loop. Each says "met" or "missed", and for a miss whether
+     * the target lies inside the ratio's 95 % interval (the runs' spread cannot tell it from a
+     * hit) or outside it (a measured miss).
+     *
+     * @param rows the table's rows (one boot's, or pooled)
+     * @return the lines, in the table's order
+     */
+    @SuppressWarnings("unchecked")
+    static List<String> verdicts(List<Map<String, Object>> rows) {
+        List<String> lines = new ArrayList<>();
+        for (Map<String, Object> r : rows) {
+            String test = (String) r.get("test");
+            if (!"RC".equals(r.get("connection")) || !List.of("write", "read", "send").contains(test.replaceFirst("_(bw|lat)$", ""))) {
+                continue;
+            }
+            int size = ((Number) r.get("size")).intValue();
+            String metric;
+            double target;
+            boolean atLeast;
+            if (test.endsWith("_bw") && size == 65536) {
+                metric = "bw_avg_MBps";
+                target = 0.97;
+                atLeast = true;
+            } else if (test.endsWith("_bw") && size == 64) {
+                metric = "msg_rate_Mpps";
+                target = 0.9;
+                atLeast = true;
+            } else if (test.endsWith("_lat") && size == 2) {
+                metric = "t_typical_usec";
+                target = 1.1;
+                atLeast = false;
+            } else {
+                continue;
+            }
+            Map<String, Object> m = (Map<String, Object>) r.get(metric);
+            if (m == null || !(m.get("ratio") instanceof Number ratioValue)) {
+                continue;
+            }
+            double ratio = ratioValue.doubleValue();
+            boolean met = atLeast ? ratio >= target : ratio <= target;
+            String verdict = "met";
+            if (!met) {
+                Object ci = m.get("ratio_ci95");
+                double lo = ci instanceof double[] d ? d[0] : ci instanceof List<?> l ? ((Number) l.get(0)).doubleValue() : Double.NaN;
+                double hi = ci instanceof double[] d ? d[1] : ci instanceof List<?> l ? ((Number) l.get(1)).doubleValue() : Double.NaN;
+                verdict = Double.isNaN(lo) ? "MISSED" : lo <= target && target <= hi ? "missed, within the interval" : "MISSED, outside the interval";
+            }
+            lines.add(String.format(Locale.ROOT, "%-9s %6d B %-10s Java/C %s %.2f: %.2f %s", test, size,
+                    metric.equals("bw_avg_MBps") ? "BW average" : metric.equals("msg_rate_Mpps") ? "msg rate" : "t_typical",
+                    atLeast ? ">=" : "<=", target, ratio, verdict));
+        }
+        if (!lines.isEmpty()) {
+            List<Long> bytes = new ArrayList<>();
+            for (Map<String, Object> r : rows) {
+                Object v = r.get("java_allocated_bytes");
+                if (v instanceof long[] a) {
+                    Arrays.stream(a).forEach(bytes::add);
+                } else if (v instanceof List<?> l) {
+                    l.forEach(b -> bytes.add(((Number) b).longValue()));
+                }
+            }
+            long allocating = bytes.stream().filter(b -> b > 0).count();
+            long unmeasured = bytes.stream().filter(b -> b < 0).count();
+            lines.add("bytes allocated in Java's measured loops: " + (allocating == 0 && unmeasured == 0
+                    ? "0 in every one of " + bytes.size() + " runs: met"
+                    : allocating + " of " + bytes.size() + " runs allocated, " + unmeasured + " not measured: MISSED"));
+        }
+        return lines;
     }
 
     // ---- Java: server and client as threads of this JVM ----

@@ -102,4 +102,37 @@ class CompareRatioTest {
         assertEquals(0.5, (Double) m.get("paired_ratio"), 1e-9); // boot 1's three pairs only
         assertTrue(m.get("ratio_ci95") instanceof double[]);
     }
+
+    @Test
+    void targetsSayMetMissedOrMissedWithinTheInterval() {
+        var rows = new java.util.ArrayList<java.util.Map<String, Object>>();
+        // write_bw 64 KiB: ratio 0.95, interval [0.80, 1.10]: a miss the spread cannot tell from a hit
+        var within = bwRow(2, java.util.List.of(100.0, 100.0), java.util.List.of(95.0, 95.0));
+        ((java.util.Map<String, Object>) within.get("bw_avg_MBps")).putAll(java.util.Map.of("ratio", 0.95,
+                "ratio_ci95", new double[] {0.80, 1.10}));
+        rows.add(within);
+        // read_bw 64 KiB: 0.90 with [0.85, 0.93]: a measured miss
+        var outside = bwRow(2, java.util.List.of(100.0, 100.0), java.util.List.of(90.0, 90.0));
+        outside.put("test", "read_bw");
+        ((java.util.Map<String, Object>) outside.get("bw_avg_MBps")).putAll(java.util.Map.of("ratio", 0.90,
+                "ratio_ci95", java.util.List.of(0.85, 0.93)));
+        rows.add(outside);
+        // send_bw 64 KiB: 1.02, met; and a UD row, which no target names
+        var met = bwRow(2, java.util.List.of(100.0, 100.0), java.util.List.of(102.0, 102.0));
+        met.put("test", "send_bw");
+        ((java.util.Map<String, Object>) met.get("bw_avg_MBps")).put("ratio", 1.02);
+        rows.add(met);
+        var ud = bwRow(2, java.util.List.of(1.0, 1.0), java.util.List.of(0.1, 0.1));
+        ud.put("connection", "UD");
+        rows.add(ud);
+        java.util.List<String> lines = Compare.verdicts(rows);
+        assertEquals(4, lines.size(), lines.toString());
+        assertTrue(lines.get(0).startsWith("write_bw") && lines.get(0).endsWith("0.95 missed, within the interval"), lines.get(0));
+        assertTrue(lines.get(1).startsWith("read_bw") && lines.get(1).endsWith("0.90 MISSED, outside the interval"), lines.get(1));
+        assertTrue(lines.get(2).startsWith("send_bw") && lines.get(2).endsWith("1.02 met"), lines.get(2));
+        assertTrue(lines.get(3).endsWith("0 in every one of 4 runs: met"), lines.get(3));
+        // one run that allocated fails the allocation line
+        ud.put("java_allocated_bytes", new long[] {0, 4096});
+        assertTrue(Compare.verdicts(rows).get(3).contains("1 of 5 runs allocated"), Compare.verdicts(rows).get(3));
+    }
 }
