@@ -56,6 +56,9 @@ public final class Compare {
      * five and Java's in none, as unpinned in the same boot).
      */
     static boolean pin;
+
+    /** {@code --processes LAUNCHER}: run jverbs-perftest's sides as processes of this launcher; null: threads of this JVM. */
+    static String launcher;
     private static final int SERVER_CPU = Integer.getInteger("jverbs.compare.serverCpu", 1);
     private static final int CLIENT_CPU = Integer.getInteger("jverbs.compare.clientCpu", 0);
 
@@ -211,6 +214,7 @@ public final class Compare {
                 case "--work" -> work = Path.of(args[++i]);
                 case "--port" -> port = Integer.parseInt(args[++i]);
                 case "--pin" -> pin = true;
+                case "--processes" -> launcher = args[++i];
                 default -> cases.add(args[i].split(":"));
             }
         }
@@ -234,12 +238,12 @@ public final class Compare {
                         + "-" + r + (isC ? "-c" : "-java");
                 Sample s;
                 try {
-                    s = isC ? runC(k.test(), k.flags(), ip, port, work, tag) : runJava(k.test(), k.flags(), ip, port, work, tag);
+                    s = isC ? runC(k.test(), k.flags(), ip, port, work, tag) : java(k.test(), k.flags(), ip, port, work, tag);
                 } catch (Exception | AssertionError e) {
                     System.out.println("  " + tag + " failed, retrying once: " + e.getMessage().lines().findFirst().orElse(""));
                     port += 1;
                     try {
-                        s = isC ? runC(k.test(), k.flags(), ip, port, work, tag) : runJava(k.test(), k.flags(), ip, port, work, tag);
+                        s = isC ? runC(k.test(), k.flags(), ip, port, work, tag) : java(k.test(), k.flags(), ip, port, work, tag);
                     } catch (Exception | AssertionError e2) {
                         System.out.println("  " + tag + " failed again, left out: " + e2);
                         failures.add(tag + ": " + e2.getMessage());
@@ -260,9 +264,10 @@ public final class Compare {
         }
         Map<String, Object> root = new LinkedHashMap<>();
         root.put("device", dev);
-        root.put("note", "medians; C = C perftest server+client processes, Java = jverbs-perftest server+client threads in"
-                + " one JVM (warm after the first case); ratio = Java/C of the medians; paired_ratio = the median of Java/C"
-                + " over the back-to-back pairs of runs");
+        root.put("note", "medians; C = C perftest server+client processes, Java = jverbs-perftest server+client "
+                + (launcher != null ? "processes of " + launcher : "threads in one JVM (warm after the first case)")
+                + "; ratio = Java/C of the medians; paired_ratio = the median of Java/C over the back-to-back pairs of runs;"
+                + " ratio_ci95 = a 95% bootstrap interval of ratio");
         root.put("cases", rows);
         root.put("failed_runs", failures);
         new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), root);
@@ -686,6 +691,11 @@ public final class Compare {
 
     // ---- Java: server and client as threads of this JVM ----
 
+    /** One Java run: two threads of this JVM, or under {@code --processes} two launcher processes. */
+    private static Sample java(String test, List<String> flags, String ip, int port, Path work, String tag) throws Exception {
+        return launcher != null ? runJavaProcesses(test, flags, ip, port, work, tag) : runJava(test, flags, ip, port, work, tag);
+    }
+
     private static Sample runJava(String test, List<String> flags, String ip, int port, Path work, String tag) throws Exception {
         Path serverJson = work.resolve(tag + "-server.json");
         Path clientJson = work.resolve(tag + "-client.json");
@@ -745,6 +755,11 @@ public final class Compare {
                     + "\nserver exit " + sr[0] + ":\n" + sr[1]);
         }
         Files.writeString(work.resolve(tag + "-client.txt"), cr[1]);
+        return javaSample(clientJson, jitMs);
+    }
+
+    /** A jverbs-perftest client's run, from its JSON ({@code jitMs}: -1 when not seen). */
+    private static Sample javaSample(Path clientJson, long jitMs) throws IOException {
         JsonNode root = new ObjectMapper().readTree(clientJson.toFile());
         JsonNode res = root.path("results");
         return new Sample(res.path("BW_average").asDouble(0), res.path("MsgRate").asDouble(0), res.path("t_typical").asDouble(0),
@@ -760,49 +775,91 @@ public final class Compare {
         return new String[] {Integer.toString(exit), out.toString()};
     }
 
-    // ---- C: server and client as child processes ----
+    // ---- processes: C's tools, and the Java launcher under --processes ----
+
+    /** What a server and a client process printed, and their exit codes. */
+    private record Pair(int clientExit, int serverExit, String client, String server) {
+        boolean ok() {
+            return clientExit == 0 && serverExit == 0;
+        }
+    }
+
+    /**
+     * Starts {@code common} as the server, waits (at most {@code listenMs}) until it listens on
+     * {@code port}, then runs {@code common + clientTail} as the client; each process's output goes
+     * to {@code tag}-server.txt and -client.txt in {@code work}.
+     *
+     * @throws IllegalStateException when the server ends before listening or the client does not end
+     */
+    private static Pair runProcesses(List<String> common, List<String> clientTail, int port, Path work, String tag,
+                                     long listenMs) throws Exception {
+        Path serverLog = work.resolve(tag + "-server.txt");
+        Path clientLog = work.resolve(tag + "-client.txt");
+        Process server = new ProcessBuilder(onCpu(SERVER_CPU, common)).redirectErrorStream(true).redirectOutput(serverLog.toFile()).start();
+        CompletableFuture<String[]> sf = new CompletableFuture<>();
+        server.onExit().thenRun(() -> sf.complete(new String[] {"exited"}));
+        List<String> client = onCpu(CLIENT_CPU, common);
+        client.addAll(clientTail);
+        Process cp;
+        try {
+            awaitListening(port, listenMs, sf);
+            cp = new ProcessBuilder(client).redirectErrorStream(true).redirectOutput(clientLog.toFile()).start();
+            if (!cp.waitFor(TIMEOUT_S, TimeUnit.SECONDS)) {
+                cp.destroyForcibly();
+                throw new IllegalStateException(common.get(0) + " client did not end: " + tag);
+            }
+            if (!server.waitFor(30, TimeUnit.SECONDS)) {
+                server.destroyForcibly();
+            }
+        } catch (IllegalStateException | AssertionError e) {
+            server.destroyForcibly();
+            throw e;
+        }
+        return new Pair(cp.exitValue(), server.exitValue(), Files.readString(clientLog, StandardCharsets.UTF_8),
+                Files.readString(serverLog, StandardCharsets.UTF_8));
+    }
+
+    /**
+     * {@code --processes}: jverbs-perftest's two sides as two launcher processes, as a user runs
+     * them and as C's run (a fresh JVM each, warm-up included, which the one-JVM harness pays
+     * once); the launcher's options come from {@code JVERBS_PERFTEST_JAVA_OPTS}.
+     */
+    private static Sample runJavaProcesses(String test, List<String> flags, String ip, int port, Path work, String tag)
+            throws Exception {
+        Path clientJson = work.resolve(tag + "-client.json");
+        Files.deleteIfExists(clientJson);
+        List<String> common = new ArrayList<>(List.of(launcher, test));
+        common.addAll(flags);
+        common.addAll(List.of("-p", Integer.toString(port)));
+        Pair r = runProcesses(common, List.of("--out_json", "--out_json_file", clientJson.toString(), ip), port, work, tag,
+                180_000);
+        if (!r.ok()) {
+            throw new IllegalStateException("jverbs-perftest " + tag + " failed: client exit " + r.clientExit() + ":\n"
+                    + r.client() + "\nserver exit " + r.serverExit() + ":\n" + r.server());
+        }
+        return javaSample(clientJson, -1);
+    }
 
     private static Sample runC(String test, List<String> flags, String ip, int port, Path work, String tag) throws Exception {
         String tool = "ib_" + test;
         for (int attempt = 1; ; attempt++) {
-            Path serverLog = work.resolve(tag + "-server.txt");
-            Path clientLog = work.resolve(tag + "-client.txt");
             Path clientJson = work.resolve(tag + "-client.json");
             Files.deleteIfExists(clientJson);
             List<String> common = new ArrayList<>();
             common.add(tool);
             common.addAll(flags);
             common.addAll(List.of("-p", Integer.toString(port)));
-            Process server = new ProcessBuilder(onCpu(SERVER_CPU, common)).redirectErrorStream(true).redirectOutput(serverLog.toFile()).start();
-            CompletableFuture<String[]> sf = new CompletableFuture<>();
-            server.onExit().thenRun(() -> sf.complete(new String[] {"exited"}));
-            List<String> client = onCpu(CLIENT_CPU, common);
-            client.addAll(List.of("--out_json", "--out_json_file=" + clientJson, ip));
-            Process cp;
-            try {
-                awaitListening(port, 60_000, sf);
-                cp = new ProcessBuilder(client).redirectErrorStream(true).redirectOutput(clientLog.toFile()).start();
-                if (!cp.waitFor(TIMEOUT_S, TimeUnit.SECONDS)) {
-                    cp.destroyForcibly();
-                    throw new IllegalStateException(tool + " client did not end: " + tag);
-                }
-                if (!server.waitFor(30, TimeUnit.SECONDS)) {
-                    server.destroyForcibly();
-                }
-            } catch (IllegalStateException | AssertionError e) {
-                server.destroyForcibly();
-                throw e;
-            }
-            String out = Files.readString(clientLog, StandardCharsets.UTF_8);
-            String sout = Files.readString(serverLog, StandardCharsets.UTF_8);
-            if (cp.exitValue() != 0 || server.exitValue() != 0) {
+            Pair r = runProcesses(common, List.of("--out_json", "--out_json_file=" + clientJson, ip), port, work, tag, 60_000);
+            String out = r.client();
+            String sout = r.server();
+            if (!r.ok()) {
                 boolean calibration = (out + sout).contains("Correlation");
                 if (calibration && attempt < 4) {
                     port += 1000;
                     continue; // perftest's clock calibration under emulation: retry
                 }
-                throw new IllegalStateException(tool + " " + tag + " failed (client " + cp.exitValue() + ", server "
-                        + server.exitValue() + "):\n" + out + "\n" + sout);
+                throw new IllegalStateException(tool + " " + tag + " failed (client " + r.clientExit() + ", server "
+                        + r.serverExit() + "):\n" + out + "\n" + sout);
             }
             Sample sample = parseC(test.endsWith("_bw"), out, clientJson);
             if (!measured(test.endsWith("_bw"), sample)) {
