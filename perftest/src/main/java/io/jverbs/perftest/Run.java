@@ -324,12 +324,16 @@ final class Run {
         if (send) {
             sync("the sync after connecting");
             records("the QP records after connecting");
+            printHeader();
+            report.bwHead();
         } else {
             records("the QP records after connecting");
+            // Printed before the last sync: a passive side's printing (and the JIT's compiling of
+            // it) would otherwise overlap the peer's measured loop.
+            printHeader();
+            report.bwHead();
             sync("the sync after RTR");
         }
-        printHeader();
-        report.bwHead();
         boolean sender = !c.isServer() || c.bidirectional;
         boolean receiver = send && (c.isServer() || c.bidirectional);
         if (c.runInfinitely) {
@@ -339,9 +343,12 @@ final class Run {
         BwLoop.BwResult last = null;
         BwLoop lastLoop = null;
         for (int size : c.sizes) {
-            if (sender || receiver) {
-                settleJit(send || c.bidirectional); // a passive side's JMX calls would take CPU from the peer's loop
+            if (!sender && !receiver) {
+                // A passive side sets up nothing while the peer measures; no settling of the JIT
+                // either, whose JMX calls would take CPU from the peer's loop.
+                continue;
             }
+            settleJit(send || c.bidirectional);
             BwLoop loop = new BwLoop(c, s, size, sender, receiver, sender && !c.noPeak);
             if (send) {
                 if (receiver) {
@@ -351,13 +358,11 @@ final class Run {
             } else if (c.bidirectional) {
                 sync("the sync before the run");
             }
-            if (sender || receiver) {
-                measure(loop::run);
-            }
+            measure(loop::run);
             if (c.bidirectional && c.sizes.length > 1 && !send) {
                 sync("the sync after the run");
             }
-            BwLoop.BwResult mineResult = sender || receiver ? loop.result(!sender) : null;
+            BwLoop.BwResult mineResult = loop.result(!sender);
             if (c.bidirectional) {
                 if (send && c.duration()) {
                     report.bwRow(mineResult);
@@ -368,7 +373,7 @@ final class Run {
                     outputs.bw(sum);
                     last = sum;
                 }
-            } else if (sender || receiver) {
+            } else {
                 report.bwRow(mineResult);
                 outputs.bw(mineResult);
                 last = mineResult;
@@ -494,10 +499,13 @@ final class Run {
             records("the QP records");
             connect();
             records("the QP records after connecting");
+            printHeader(); // before the last sync, as in bandwidth()
             sync("the sync after RTR");
         }
         boolean passiveServer = c.isServer() && (c.verb == Verb.READ || c.verb == Verb.ATOMIC);
-        printHeader();
+        if (send) {
+            printHeader();
+        }
         if (passiveServer) {
             // The client reads from (or runs atomics on) this side's memory meanwhile.
             sync("the client's end of run", c.runMs());
