@@ -22,6 +22,12 @@ public final class CmConnection implements AutoCloseable {
     private final MemorySegment id;
     private final RdmaCm.Channel channel;
     private final CountDownLatch disconnected = new CountDownLatch(1);
+    /**
+     * Set before the queue pair is moved to error, so that whoever sees a post refused for the
+     * disconnect also sees {@link #isDisconnected()} true (volatile write, then the queue pair's
+     * volatile state).
+     */
+    private volatile boolean peerGone;
     private final Thread watcher;
     private final InetSocketAddress local;
     private final InetSocketAddress remote;
@@ -47,8 +53,12 @@ public final class CmConnection implements AutoCloseable {
             }
             if (e != null && (e.type() == rdma_cma_h.RDMA_CM_EVENT_DISCONNECTED
                     || e.type() == rdma_cma_h.RDMA_CM_EVENT_DEVICE_REMOVAL)) {
-                qp.peerDisconnected("peer disconnected (rdma_cm " + RdmaCm.name(e.type()) + ")");
-                disconnected.countDown();
+                peerGone = true;
+                try {
+                    qp.peerDisconnected("peer disconnected (rdma_cm " + RdmaCm.name(e.type()) + ")");
+                } finally {
+                    disconnected.countDown();
+                }
                 return;
             }
         }
@@ -83,12 +93,14 @@ public final class CmConnection implements AutoCloseable {
     }
 
     /**
-     * Returns whether the peer has disconnected.
+     * Returns whether the peer has disconnected. It is true no later than the queue pair starts
+     * refusing posts for the disconnect: a thread whose post was refused naming the disconnect
+     * sees true here.
      *
      * @return true once rdma_cm reported the disconnect
      */
     public boolean isDisconnected() {
-        return disconnected.getCount() == 0;
+        return peerGone;
     }
 
     /**

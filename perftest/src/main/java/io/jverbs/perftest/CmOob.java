@@ -299,7 +299,7 @@ final class CmOob extends Oob implements CompletionHandler {
         } catch (PerftestException e) {
             // After the session's last message the peer may disconnect at once: only a later
             // receive needs this one, and it then reports the disconnect.
-            if (!connection.isDisconnected()) {
+            if (!awaitDisconnect()) {
                 throw e;
             }
             peerGone = true;
@@ -347,7 +347,9 @@ final class CmOob extends Oob implements CompletionHandler {
     /**
      * Whether the peer disconnected, waiting for rdma_cm to say so at most the handshake timeout:
      * the flush of a send can be polled before the DISCONNECTED event that caused it has reached
-     * the connection's watcher (seen once in CI, a closing sync ended as WR_FLUSH_ERR).
+     * the connection's watcher (seen once in CI, a closing sync ended as WR_FLUSH_ERR), and a
+     * receive can be refused while the watcher is between moving the queue pair to error and
+     * saying so (seen once in CI, atomic_bw -R, before CmConnection set its flag first).
      */
     private boolean awaitDisconnect() {
         try {
