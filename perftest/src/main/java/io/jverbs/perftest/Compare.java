@@ -721,15 +721,14 @@ public final class Compare {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         boolean jitTimed = jit != null && jit.isCompilationTimeMonitoringSupported();
         long[] jitAt = {-1, -1};
-        @SuppressWarnings("unchecked")
-        Map<String, Long>[] loopTicks = new Map[2];
+        List<Map<String, Long>> loopTicks = Arrays.asList(null, null);
         Run.measuredLoopProbe = starting -> {
             if (Thread.currentThread() == measuring) {
                 if (jitTimed) {
                     jitAt[starting ? 0 : 1] = jit.getTotalCompilationTime();
                 }
                 if (THREAD_CPU) {
-                    loopTicks[starting ? 0 : 1] = threadTicks();
+                    loopTicks.set(starting ? 0 : 1, threadTicks());
                 }
                 if (MARK_LOOPS) { // beside -XX:+PrintCompilation: what the JIT compiled inside the loop
                     System.out.println("==== " + tag + " measured loop " + (starting ? "starts" : "ends"));
@@ -748,7 +747,7 @@ public final class Compare {
         long jitMs = jitAt[0] >= 0 && jitAt[1] >= 0 ? jitAt[1] - jitAt[0] : -1;
         if (THREAD_CPU) {
             System.out.println("    " + tag + " CPU of this JVM's threads during the client's measured loop: "
-                    + (loopTicks[1] == null ? "not seen" : threadDelta(loopTicks[0], loopTicks[1])));
+                    + (loopTicks.get(1) == null ? "not seen" : threadDelta(loopTicks.get(0), loopTicks.get(1))));
         }
         if (!cr[0].equals("0") || !sr[0].equals("0")) {
             throw new IllegalStateException("jverbs-perftest " + tag + " failed: client exit " + cr[0] + ":\n" + cr[1]

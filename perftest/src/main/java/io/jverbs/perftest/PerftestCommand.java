@@ -330,7 +330,7 @@ final class PerftestCommand implements Callable<Integer> {
             // back, so the receiver keeps up to UC_MAX_RX (16000) receives posted, not 512. With 512,
             // send_bw -c UD -s 64 -n 20000 lost 271-6,430 datagrams a run in the emulated guest when
             // this side received (rxe's rcvd_pkts minus rdma_recvs), while the C server lost none.
-            rx = (int) Math.min(itersResolved, UC_MAX_RX);
+            rx = Math.min(itersResolved, UC_MAX_RX);
         }
         if (verb == Verb.SEND && rx % 2 == 1 && bw && !all && !runInfinitely && rxDepth == null) {
             rx += 1; // C's work-around for odd receive depths in send tests
