@@ -84,3 +84,20 @@ rxe_free_port() {
     done
     return 1
 }
+
+# Succeeds when C perftest's output FILE shows a clock calibration that failed under emulation:
+# perftest's r^2 message and no measured first row under #bytes (it prints 0.00 for bandwidths
+# and inf for latencies then). COLUMN (1-based) names the figure that must be positive; without
+# it any figure after #bytes and #iterations will do.
+rxe_perftest_uncalibrated() {
+    local file=$1 column=${2:-}
+    grep -q Correlation "$file" || return 1
+    ! awk -v col="$column" '
+        seen && NF > 2 {
+            if (col != "") ok = ($col ~ /^[0-9.]+$/ && $col + 0 > 0)
+            else for (i = 3; i <= NF; i++) if ($i ~ /^[0-9.]+$/ && $i + 0 > 0) ok = 1
+            exit
+        }
+        /#bytes/ { seen = 1 }
+        END { exit !ok }' "$file"
+}
