@@ -23,7 +23,12 @@ public enum Access {
     }
 
     static int flags(Set<Access> access) {
-        int flags = verbs_h.IBV_ACCESS_LOCAL_WRITE;
+        return flags(access, true);
+    }
+
+    /** The verbs access flags: the remote rights, plus local write unless the memory is read-only. */
+    static int flags(Set<Access> access, boolean localWrite) {
+        int flags = localWrite ? verbs_h.IBV_ACCESS_LOCAL_WRITE : 0;
         for (Access a : access) {
             flags |= a.flag;
         }

@@ -14,8 +14,12 @@ import java.util.concurrent.TimeUnit;
  * flight is flushed (futures fail with WR_FLUSH_ERR), later posts are refused naming the
  * disconnect, and {@link #awaitDisconnect} returns.
  *
- * <p>{@link #close()} disconnects, closes the queue pair and releases the rdma_cm id; it is
- * idempotent and bounded (the watcher thread stops within 100 ms). Thread-safe.
+ * <p>The connection is the queue pair's child in the ownership tree: {@link #close()}, and the
+ * close of the queue pair or of anything above it (its protection domain, its completion queue,
+ * its {@link Context}), disconnects the peer, closes the queue pair and releases the rdma_cm id.
+ * It is idempotent and bounded: the watcher thread stops within 100 ms, and the id's destroy,
+ * which the kernel may hold for a long time when the peer vanished mid-handshake, runs on a
+ * background reaper thread, never on the caller's. Thread-safe.
  */
 public final class CmConnection implements AutoCloseable {
     private final QueuePair qp;
@@ -32,7 +36,7 @@ public final class CmConnection implements AutoCloseable {
     private final InetSocketAddress local;
     private final InetSocketAddress remote;
     private volatile boolean closing;
-    private boolean closed;
+    private final java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
 
     CmConnection(QueuePair qp, MemorySegment id, RdmaCm.Channel channel) {
         this.qp = qp;
@@ -41,6 +45,7 @@ public final class CmConnection implements AutoCloseable {
         this.local = RdmaCm.address(id, false);
         this.remote = RdmaCm.address(id, true);
         this.watcher = Thread.ofPlatform().name("jverbs-cm-" + qp.number()).daemon(true).start(this::watch);
+        qp.ownedBy(this);
     }
 
     private void watch() {
@@ -114,25 +119,33 @@ public final class CmConnection implements AutoCloseable {
         return disconnected.await(timeout.toNanos(), TimeUnit.NANOSECONDS);
     }
 
-    /** Disconnects, closes the queue pair, releases the id and the channel. Idempotent. */
+    /**
+     * Disconnects, closes the queue pair, and hands the id and its channel to the reaper.
+     * Idempotent; safe from any thread, a completion handler included.
+     */
     @Override
-    public synchronized void close() {
-        if (closed) {
+    public void close() {
+        try {
+            qp.close(); // its close releases this connection first
+        } finally {
+            release();
+        }
+    }
+
+    /** Disconnects the peer, stops the watcher, and reaps the id: once, before the queue pair's destroy. */
+    void release() {
+        if (!released.compareAndSet(false, true)) {
             return;
         }
-        closed = true;
         rdma_cma_h.rdma_disconnect(id);
         closing = true;
-        try {
-            watcher.join(Duration.ofSeconds(2));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        if (Thread.currentThread() != watcher) {
+            try {
+                watcher.join(Duration.ofSeconds(2));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
         }
-        try {
-            qp.close();
-        } finally {
-            rdma_cma_h.rdma_destroy_id(id);
-            channel.close();
-        }
+        RdmaCm.reap(id, channel);
     }
 }

@@ -56,7 +56,16 @@ public final class CompletionQueue extends Resource {
     private final long cqAddress;
     private final long wcAddress;
     private final int capacity;
+    /** The entries the device gave (it may round the capacity up): what attached queue pairs may fill. */
+    private final int deviceCapacity;
     private final Completion view;
+    /** The poller serving this queue, or null (one at a time). */
+    private volatile Poller poller;
+    /** Counts polls (a plain field: read by other threads only to see whether anybody polls). */
+    private long pollCount;
+    /** The event thread's last look at {@link #pollCount}: the count then, and when it last moved. */
+    private long sweptCount;
+    private long sweptAt = System.nanoTime();
     /** Copy-on-write under the monitor; read without a lock by each poll. */
     private volatile QueueEndpoint[] attached = new QueueEndpoint[0];
     /**
@@ -89,6 +98,7 @@ public final class CompletionQueue extends Resource {
         this.cq = cq;
         this.channel = channel;
         this.capacity = capacity;
+        this.deviceCapacity = context == null ? Integer.MAX_VALUE : ibv_cq.cqe(cq.reinterpret(ibv_cq.sizeof()));
         this.pollFd = arena.allocate(Fds.POLLFD_BYTES);
         this.view = new Completion(MAX_BATCH);
         this.cqAddress = cq.address();
@@ -139,6 +149,117 @@ public final class CompletionQueue extends Resource {
      */
     public int capacity() {
         return capacity;
+    }
+
+    /**
+     * Returns the entries the device made room for (at least {@link #capacity()}; devices round up).
+     * The queue pairs attached must not be able to have more completions outstanding than this,
+     * or the queue overruns and completions are lost: creating a queue pair checks it.
+     *
+     * @return entries
+     */
+    public int deviceCapacity() {
+        return deviceCapacity;
+    }
+
+    /**
+     * Returns the context this queue belongs to.
+     *
+     * @return its context
+     */
+    public Context context() {
+        return context;
+    }
+
+    /**
+     * Throws unless a queue pair of {@code pd} with {@code entries} outstanding completions on this
+     * queue may be attached: same context, open, and room left.
+     */
+    synchronized void requireServes(ProtectionDomain pd, int entries, String kind) {
+        if (context != pd.context()) {
+            throw new IllegalArgumentException("a " + kind + " of " + pd + " of context " + pd.context().name() + " 0x"
+                    + Long.toHexString(pd.context().raw().address()) + " cannot use " + this + " of context "
+                    + contextName() + (context == null ? "" : " 0x" + Long.toHexString(context.raw().address()))
+                    + ": a queue pair's completion queues and protection domain must come from the same Context");
+        }
+        ensureOpen("attach a " + kind);
+        int used = 0;
+        for (QueueEndpoint qp : attached) {
+            used += qp.entriesOn(this);
+        }
+        if (used + entries > deviceCapacity) {
+            throw new IllegalArgumentException("the " + kind + " can have " + entries + " completions outstanding on "
+                    + this + ", which has room for " + deviceCapacity + " and already serves queue pairs with " + used
+                    + ": a completion queue smaller than its queue pairs' depths overruns and loses completions;"
+                    + " create it with capacity " + (used + entries) + " or more, or use smaller depths");
+        }
+    }
+
+    /** Whether a {@link Poller} serves this queue. */
+    boolean isServed() {
+        return poller != null;
+    }
+
+    /**
+     * Whether no {@link Poller} serves this queue and nobody polled it for {@code nanos}: futures
+     * waiting on it would wait forever. Called by the context's event thread only.
+     */
+    boolean unattendedFor(long now, long nanos) {
+        long count = pollCount;
+        if (count != sweptCount || poller != null) {
+            sweptCount = count;
+            sweptAt = now;
+            return false;
+        }
+        return now - sweptAt >= nanos;
+    }
+
+    /** Whether the calling thread is the one that takes this queue's completions (its poller, or inside its poll). */
+    boolean isPollingThread() {
+        Poller p = poller;
+        return p != null && p.isPollerThread() || polls.heldByCurrentThread();
+    }
+
+    /** A poller takes this queue; refused when another serves it. */
+    synchronized void claim(Poller by) {
+        ensureOpen("be polled by a Poller");
+        if (poller != null && poller != by) {
+            throw new IllegalArgumentException(this + " is already served by another Poller: completions would be split"
+                    + " between their handlers; close that Poller first, or give one Poller all the queues");
+        }
+        poller = by;
+    }
+
+    /** The poller stopped; futures it would have completed fail with {@code why}. */
+    void release(Poller by, Throwable why) {
+        QueueEndpoint[] users;
+        synchronized (this) {
+            if (poller != by) {
+                return;
+            }
+            poller = null;
+            users = attached.clone();
+        }
+        for (QueueEndpoint qp : users) {
+            qp.failPending(why);
+        }
+    }
+
+    /** The C object's address, to match asynchronous events. */
+    long rawAddress() {
+        return cqAddress;
+    }
+
+    /** The queue pairs attached now. */
+    QueueEndpoint[] attached() {
+        return attached;
+    }
+
+    /** The device reported that this queue overran: its queue pairs lost completions and are errored. */
+    void overrun(String event) {
+        for (QueueEndpoint qp : attached) {
+            qp.asyncError(event + " on " + this);
+        }
     }
 
     /**
@@ -226,6 +347,7 @@ public final class CompletionQueue extends Resource {
 
     private int pollLocked(CompletionHandler handler, int max) {
         ensureOpen("poll");
+        pollCount++;
         int n;
         try {
             n = (int) POLL_CQ.invokeExact(pollFn, cqAddress, max, wcAddress);
@@ -246,7 +368,11 @@ public final class CompletionQueue extends Resource {
         } finally {
             if (destroyAfterPoll) {
                 destroyAfterPoll = false;
-                destroyNow();
+                try {
+                    destroyNow();
+                } finally {
+                    deferredDestroyDone();
+                }
             }
         }
         return n;
@@ -335,6 +461,16 @@ public final class CompletionQueue extends Resource {
 
     synchronized void attach(QueueEndpoint qp) {
         ensureOpen("attach a queue pair");
+        if (!foreign) {
+            int used = 0;
+            for (QueueEndpoint q : attached) {
+                used += q.entriesOn(this);
+            }
+            if (used + qp.entriesOn(this) > deviceCapacity) {
+                throw new IllegalArgumentException(this + " has room for " + deviceCapacity + " completions; its queue"
+                        + " pairs could have " + (used + qp.entriesOn(this)) + " outstanding");
+            }
+        }
         QueueEndpoint[] next = Arrays.copyOf(attached, attached.length + 1);
         next[attached.length] = qp;
         attached = next;
@@ -359,6 +495,7 @@ public final class CompletionQueue extends Resource {
     void destroyNative() {
         if (polls.heldByCurrentThread()) {
             destroyAfterPoll = true; // closed from a handler: destroy once this poll is done with the array
+            destroyDeferred(); // and the context's destroy waits for it
             return;
         }
         polls.lock("close");
@@ -379,6 +516,11 @@ public final class CompletionQueue extends Resource {
         arena.close();
         VerbsException.check("ibv_destroy_cq", rc, 0);
         VerbsException.check("ibv_destroy_comp_channel", rc2, Native.lastErrno());
+    }
+
+    @Override
+    public String toString() {
+        return "completion queue 0x" + Long.toHexString(cqAddress) + " of " + contextName() + (isClosed() ? " (closed)" : "");
     }
 
     static RuntimeException rethrow(Throwable t) {

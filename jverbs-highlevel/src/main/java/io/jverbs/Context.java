@@ -3,6 +3,8 @@ package io.jverbs;
 import io.jverbs.ibverbs.InlineVerbs;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.VerbsException;
+import io.jverbs.ibverbs.raw.ibv_async_event;
+import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_device_attr;
 import io.jverbs.ibverbs.raw.ibv_port_attr;
 import io.jverbs.ibverbs.raw.verbs_h;
@@ -18,7 +20,19 @@ import java.util.NoSuchElementException;
 /**
  * An opened RDMA device: the root of the ownership tree. Protection domains and completion
  * queues are made from it; {@link #close()} closes them (and everything under them) in reverse
- * order, then closes the device.
+ * order, then closes the device. A close from anywhere (another thread, a completion handler, a
+ * {@link Poller}'s thread) destroys children before parents: when a completion queue closed from
+ * its own handler destroys itself after that poll returns, the device is closed after it.
+ *
+ * <p>Each open context runs one daemon thread, {@code jverbs-events-DEVICE}, that reads the
+ * device's asynchronous events ({@code ibv_get_async_event}) and acts on them: a completion queue
+ * overrun ({@code IBV_EVENT_CQ_ERR}) or a queue pair's fatal or access error puts the queue pairs
+ * concerned in ERROR with the event's name and fails their futures; a port going down or up is
+ * reported to {@link #onAsyncEvent} listeners. Every 100 ms the same thread fails futures past
+ * their {@link QueuePairConfig#operationTimeout()} (or that nobody polls for: see
+ * {@link QueuePair}) and releases registrations whose caller memory was freed
+ * ({@link ProtectionDomain#register(MemorySegment, Access...)}). It never blocks longer than 100 ms
+ * and stops before the device is closed.
  *
  * <p>Thread-safe. Attribute records are snapshots.
  */
@@ -26,10 +40,180 @@ public final class Context extends Resource {
     private final String name;
     private final MemorySegment context;
 
+    private final Thread events;
+    private volatile boolean stopEvents;
+    private final java.util.List<java.util.function.Consumer<AsyncEvent>> listeners =
+            new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final java.util.concurrent.atomic.AtomicLong eventCount = new java.util.concurrent.atomic.AtomicLong();
+
     private Context(String name, MemorySegment context) {
         super("context " + name, null);
         this.name = name;
         this.context = context;
+        this.events = Thread.ofPlatform().name("jverbs-events-" + name).daemon(true).unstarted(this::watchEvents);
+        events.start();
+    }
+
+    /**
+     * An asynchronous event of the device ({@code struct ibv_async_event}), as jverbs read it.
+     *
+     * @param type   the {@code IBV_EVENT_*} value
+     * @param name   its name as libibverbs spells it ({@code ibv_event_type_str}), such as
+     *               {@code "CQ overrun"}, {@code "local work queue catastrophic error"} or
+     *               {@code "port error"}
+     * @param port   the port of a port event, else 0
+     * @param target what it concerns in jverbs' terms ({@code "queue pair 17"}, a completion
+     *               queue, {@code "port 1"}, {@code "device"}), or {@code "unknown"} for an object
+     *               jverbs did not make
+     */
+    public record AsyncEvent(int type, String name, int port, String target) {
+    }
+
+    /**
+     * Adds a listener of the device's asynchronous events (port up and down, errors). It runs on
+     * the context's event thread, after jverbs acted on the event; it must return quickly and may
+     * not close this context from there.
+     *
+     * @param listener called once per event; an exception it throws is logged and ignored
+     */
+    public void onAsyncEvent(java.util.function.Consumer<AsyncEvent> listener) {
+        listeners.add(java.util.Objects.requireNonNull(listener));
+    }
+
+    /**
+     * Returns how many asynchronous events the device reported since this context was opened.
+     *
+     * @return the count
+     */
+    public long asyncEventCount() {
+        return eventCount.get();
+    }
+
+    private void watchEvents() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment pollFd = arena.allocate(Fds.POLLFD_BYTES);
+            MemorySegment event = arena.allocate(ibv_async_event.LAYOUT);
+            int fd = ibv_context.async_fd(context.reinterpret(ibv_context.sizeof()));
+            while (!stopEvents) {
+                boolean ready = Fds.readable(pollFd, fd, 100);
+                if (stopEvents) {
+                    return;
+                }
+                try {
+                    if (ready && verbs_h.ibv_get_async_event(context, event) == 0) {
+                        int type = ibv_async_event.event_type(event);
+                        MemorySegment element = ibv_async_event.element(event);
+                        long target = ibv_async_event.element.qp(element).address(); // cq, qp, srq: one pointer
+                        int port = ibv_async_event.element.port_num(element);
+                        // ack first: a destroy of the object waits for its events to be acknowledged
+                        verbs_h.ibv_ack_async_event(event);
+                        eventCount.incrementAndGet();
+                        dispatch(type, target, port);
+                    }
+                    sweep(System.nanoTime());
+                } catch (RuntimeException e) {
+                    System.getLogger("io.jverbs").log(System.Logger.Level.WARNING,
+                            "the event thread of " + name + " met an error; it goes on", e);
+                }
+            }
+        }
+    }
+
+    private void dispatch(int type, long target, int port) {
+        String eventName = verbs_h.ibv_event_type_str(type).reinterpret(128).getString(0);
+        String what = "unknown";
+        switch (type) {
+            case verbs_h.IBV_EVENT_CQ_ERR -> {
+                for (CompletionQueue cq : queues()) {
+                    if (cq.rawAddress() == target) {
+                        what = cq.toString();
+                        cq.overrun(eventName);
+                    }
+                }
+            }
+            case verbs_h.IBV_EVENT_QP_FATAL, verbs_h.IBV_EVENT_QP_REQ_ERR, verbs_h.IBV_EVENT_QP_ACCESS_ERR,
+                 verbs_h.IBV_EVENT_PATH_MIG_ERR, verbs_h.IBV_EVENT_COMM_EST, verbs_h.IBV_EVENT_SQ_DRAINED,
+                 verbs_h.IBV_EVENT_PATH_MIG, verbs_h.IBV_EVENT_QP_LAST_WQE_REACHED -> {
+                boolean fatal = type == verbs_h.IBV_EVENT_QP_FATAL || type == verbs_h.IBV_EVENT_QP_REQ_ERR
+                        || type == verbs_h.IBV_EVENT_QP_ACCESS_ERR || type == verbs_h.IBV_EVENT_PATH_MIG_ERR;
+                for (QueueEndpoint qp : queuePairs()) {
+                    if (qp.nativeAddress() == target) {
+                        what = qp.kindAndNumber();
+                        if (fatal) {
+                            qp.asyncError(eventName);
+                        }
+                    }
+                }
+            }
+            case verbs_h.IBV_EVENT_DEVICE_FATAL -> {
+                what = "device";
+                for (QueueEndpoint qp : queuePairs()) {
+                    qp.asyncError(eventName);
+                }
+            }
+            default -> what = port > 0 ? "port " + port : "device";
+        }
+        boolean portEvent = type == verbs_h.IBV_EVENT_PORT_ACTIVE || type == verbs_h.IBV_EVENT_PORT_ERR
+                || type == verbs_h.IBV_EVENT_LID_CHANGE || type == verbs_h.IBV_EVENT_PKEY_CHANGE
+                || type == verbs_h.IBV_EVENT_SM_CHANGE || type == verbs_h.IBV_EVENT_CLIENT_REREGISTER
+                || type == verbs_h.IBV_EVENT_GID_CHANGE;
+        AsyncEvent e = new AsyncEvent(type, eventName, portEvent ? port : 0, what);
+        System.getLogger("io.jverbs").log(System.Logger.Level.INFO, "{0}: asynchronous event {1} on {2}", name,
+                eventName, what);
+        for (java.util.function.Consumer<AsyncEvent> l : listeners) {
+            try {
+                l.accept(e);
+            } catch (RuntimeException failure) {
+                System.getLogger("io.jverbs").log(System.Logger.Level.WARNING, "an async event listener threw", failure);
+            }
+        }
+    }
+
+    /** The periodic duty: futures past their deadline, registrations whose memory was freed. */
+    private void sweep(long now) {
+        for (QueueEndpoint qp : queuePairs()) {
+            qp.expireFutures(now);
+        }
+        for (Resource r : children()) {
+            if (r instanceof ProtectionDomain pd) {
+                for (Resource b : pd.children()) {
+                    if (b instanceof RegisteredBuffer buffer && buffer.memoryGone()) {
+                        buffer.closeQuietly();
+                    }
+                }
+            }
+        }
+    }
+
+    private List<CompletionQueue> queues() {
+        List<CompletionQueue> out = new ArrayList<>();
+        for (Resource r : children()) {
+            if (r instanceof CompletionQueue cq) {
+                out.add(cq);
+            }
+        }
+        return out;
+    }
+
+    private java.util.Set<QueueEndpoint> queuePairs() {
+        java.util.Set<QueueEndpoint> out = new java.util.LinkedHashSet<>();
+        for (CompletionQueue cq : queues()) {
+            java.util.Collections.addAll(out, cq.attached());
+        }
+        return out;
+    }
+
+    /** Stops the event thread (at most its 100 ms wait) before the device is closed. */
+    @Override
+    void beforeClose() {
+        stopEvents = true;
+        if (Thread.currentThread() != events) {
+            try {
+                events.join(java.time.Duration.ofSeconds(2));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     static Context open(String deviceName) {

@@ -162,6 +162,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
     private final Gid gid;
     private final Context.PortAttributes port;
     private final int depth;
+    private final ProtectionDomain pd;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment scratch;
     private final long scratchAddress;
@@ -193,6 +194,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
     private DatagramQueuePair(ProtectionDomain pd, CompletionQueue cq, MemorySegment qp, int qkey, Gid gid,
                               Context.PortAttributes port, int depth) {
         super("datagram queue pair", pd);
+        this.pd = pd;
         this.cq = cq;
         this.qp = qp;
         this.qpAddress = qp.address();
@@ -251,6 +253,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
             throw new IllegalArgumentException("port must be 1 to 255, not " + portNum);
         }
         Context context = pd.context();
+        cq.requireServes(pd, 2 * depth, "datagram queue pair");
         Context.PortAttributes port = context.port(portNum);
         Gid gid = gidIndex >= 0 ? context.gid(portNum, gidIndex) : context.chooseGid(portNum);
         MemorySegment qp;
@@ -309,6 +312,16 @@ public final class DatagramQueuePair extends QueueEndpoint {
     }
 
     @Override
+    long nativeAddress() {
+        return qpAddress;
+    }
+
+    @Override
+    String kindAndNumber() {
+        return "datagram queue pair " + number;
+    }
+
+    @Override
     public int number() {
         return number;
     }
@@ -320,6 +333,11 @@ public final class DatagramQueuePair extends QueueEndpoint {
      */
     public Address address() {
         return new Address(number, qkey, port.lid(), gid.bytes());
+    }
+
+    @Override
+    int entriesOn(CompletionQueue queue) {
+        return queue == cq ? 2 * depth : 0;
     }
 
     /** The name of the device this queue pair is on. */
@@ -489,7 +507,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
             throw new IllegalArgumentException("the destination was made by another queue pair");
         }
         checkOpenDestination(to, what);
-        local.checkRange(localOffset, length, what);
+        local.checkUse(pd, localOffset, length, false, what);
         if (length > port.activeMtuBytes()) {
             throw new IllegalArgumentException("a datagram carries at most the MTU (" + port.activeMtuBytes()
                     + " bytes), not " + length);
@@ -592,7 +610,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
             throw new IllegalArgumentException("a datagram receive needs at least " + GRH_BYTES
                     + " bytes (the routing header comes first), not " + length);
         }
-        local.checkRange(localOffset, length, "receive");
+        local.checkUse(pd, localOffset, length, true, "receive");
         if (recvOutstanding >= depth) {
             return QueuePair.RECEIVE_QUEUE_FULL;
         }

@@ -12,11 +12,20 @@ import java.util.Objects;
  * <p>{@link #close()} stops the thread within a bounded time (the sleep slice, 100 ms) and waits
  * for it. A handler that throws does not stop the poller (the queue counts and reports it).
  * Futures can be awaited from any thread, virtual threads included: waiting parks the waiter;
- * only this poller thread runs native code.
+ * only this poller thread runs native code. Waiting for a future on the poller thread itself
+ * (in a handler or a callback) throws {@link IllegalStateException} instead of waiting forever.
+ *
+ * <p>One poller per queue: a queue another poller serves, or a closed queue, is refused. A queue
+ * closed while served is dropped (the others go on being served); when the last one closes the
+ * thread ends ({@link #isRunning()} false, {@link #failure()} null). When the poller ends for any
+ * reason (closed, its queues closed, or a failure), the futures of its queues' queue pairs still
+ * in flight fail with an {@link IllegalStateException} naming why: nothing else would complete
+ * them.
  */
 public final class Poller implements AutoCloseable {
     private static final long SLEEP_SLICE_MS = 100;
     private final List<CompletionQueue> queues;
+    private final java.util.concurrent.CopyOnWriteArrayList<CompletionQueue> live;
     private final CompletionHandler handler;
     private final IdleStrategy idle;
     private final boolean sleep;
@@ -29,7 +38,16 @@ public final class Poller implements AutoCloseable {
         this.handler = handler;
         this.idle = idle;
         this.sleep = sleep;
+        if (this.queues.isEmpty()) {
+            throw new IllegalArgumentException("a poller needs at least one completion queue");
+        }
+        if (new java.util.HashSet<>(this.queues).size() != this.queues.size()) {
+            throw new IllegalArgumentException("a completion queue is given twice");
+        }
         for (CompletionQueue q : this.queues) {
+            if (q.isClosed()) {
+                throw new IllegalArgumentException(q + " is closed: nothing to poll");
+            }
             if (q.isConfined()) {
                 throw new IllegalArgumentException(q + " is confined to the thread that created it: a poller polls on"
                         + " a thread of its own (use Context.createCompletionQueue, or poll it on its owner thread)");
@@ -47,7 +65,25 @@ public final class Poller implements AutoCloseable {
             }
         }
         this.thread = Thread.ofPlatform().name(name).daemon(true).unstarted(this::run);
+        List<CompletionQueue> claimed = new java.util.ArrayList<>();
+        try {
+            for (CompletionQueue q : this.queues) {
+                q.claim(this);
+                claimed.add(q);
+            }
+        } catch (RuntimeException e) {
+            for (CompletionQueue q : claimed) {
+                q.release(this, e);
+            }
+            throw e;
+        }
+        this.live = new java.util.concurrent.CopyOnWriteArrayList<>(this.queues);
         thread.start();
+    }
+
+    /** Whether the calling thread is this poller's. */
+    boolean isPollerThread() {
+        return Thread.currentThread() == thread;
     }
 
     /**
@@ -77,13 +113,12 @@ public final class Poller implements AutoCloseable {
     }
 
     private void run() {
+        Throwable why = null;
         try {
-            while (running) {
+            while (running && !live.isEmpty()) {
                 int work = 0;
-                for (CompletionQueue q : queues) {
-                    if (!q.isClosed()) {
-                        work += q.poll(handler, 16);
-                    }
+                for (CompletionQueue q : live) {
+                    work += pollOrDrop(q);
                 }
                 if (work > 0) {
                     if (!sleep) {
@@ -93,24 +128,50 @@ public final class Poller implements AutoCloseable {
                 }
                 if (sleep) {
                     CompletionQueue q = queues.get(0);
-                    if (q.isClosed()) {
-                        return;
-                    }
-                    q.armEvents();
-                    if (q.poll(handler, 16) == 0) {
-                        q.waitForEvent(SLEEP_SLICE_MS);
+                    try {
+                        q.armEvents();
+                        if (q.poll(handler, 16) == 0) {
+                            q.waitForEvent(SLEEP_SLICE_MS);
+                        }
+                    } catch (IllegalStateException e) {
+                        if (!q.isClosed()) {
+                            throw e;
+                        }
+                        live.remove(q); // closed under us: the loop ends
                     }
                 } else {
                     idle.idle(0);
                 }
             }
-        } catch (IllegalStateException closed) {
-            // a queue was closed under us: nothing left to poll
-            if (queues.stream().noneMatch(CompletionQueue::isClosed)) {
-                failure = closed;
-            }
+            why = new IllegalStateException(running ? "the Poller stopped: every completion queue it served was closed"
+                    : "the Poller was closed");
         } catch (RuntimeException | Error e) {
             failure = e;
+            why = new IllegalStateException("the Poller serving this queue died: " + e, e);
+        } finally {
+            if (why == null) {
+                why = new IllegalStateException("the Poller stopped");
+            }
+            for (CompletionQueue q : queues) {
+                q.release(this, why);
+            }
+        }
+    }
+
+    /** Polls {@code q}; a queue closed under the poller is dropped, the others go on. */
+    private int pollOrDrop(CompletionQueue q) {
+        if (q.isClosed()) {
+            live.remove(q);
+            return 0;
+        }
+        try {
+            return q.poll(handler, 16);
+        } catch (IllegalStateException e) {
+            if (!q.isClosed()) {
+                throw e;
+            }
+            live.remove(q);
+            return 0;
         }
     }
 
@@ -133,13 +194,18 @@ public final class Poller implements AutoCloseable {
     }
 
     /**
-     * Stops the thread and waits for it, at most about 1 s.
+     * Stops the thread and waits for it, at most about 1 s; the futures still in flight on its
+     * queues fail. From the poller's own thread (a handler), it only asks the thread to stop
+     * after the current round.
      *
      * @throws IllegalStateException when the thread does not stop in time
      */
     @Override
     public void close() {
         running = false;
+        if (Thread.currentThread() == thread) {
+            return;
+        }
         try {
             if (!thread.join(Duration.ofSeconds(1))) {
                 throw new IllegalStateException("the poller thread did not stop within 1 s");

@@ -21,6 +21,8 @@ public final class ProtectionDomain extends Resource {
     static final long PAGE = 4096;
     private final Context context;
     private final MemorySegment pd;
+    /** The remote rights of every buffer registered here so far (guarded by this). */
+    private final Set<Access> granted = EnumSet.noneOf(Access.class);
 
     private ProtectionDomain(Context context, MemorySegment pd) {
         super("protection domain", context);
@@ -81,21 +83,66 @@ public final class ProtectionDomain extends Resource {
     }
 
     /**
-     * Registers a native segment the caller allocated (and keeps owning). Closing the returned
-     * buffer deregisters it; the caller must keep the memory allocated until then — free it
-     * earlier and the device may write into freed memory. Regions over 4 GiB are allowed (as the
-     * device permits).
+     * Registers a native segment the caller allocated (and keeps owning), following the segment's
+     * scope: a post that names the buffer after its arena closed throws
+     * {@link IllegalStateException}, and the context's event thread releases
+     * ({@code ibv_dereg_mr}) a registration whose arena has closed within about 100 ms. In that
+     * window a peer holding the rkey could still write into the freed pages: prefer
+     * {@link #register(Arena, MemorySegment, Access...)}, which deregisters <em>before</em> the arena
+     * frees the memory, or close the buffer before the arena. A segment of an automatic arena
+     * ({@link Arena#ofAuto()}) stays alive while registered (the registration holds it).
+     *
+     * <p>A read-only segment ({@link MemorySegment#asReadOnly()}) is registered without local
+     * write: it may be the source of writes and sends and be read by a peer
+     * ({@link Access#REMOTE_READ}), but remote write or atomic rights are refused, and a receive,
+     * RDMA Read or atomic into it is refused before posting.
      *
      * @param memory a native segment, not empty, alive
      * @param access remote rights
      * @return the registered buffer, which does not free {@code memory}
      * @throws IllegalArgumentException for a heap segment (the device can only reach native memory:
-     *                                  allocate it from an {@link Arena}) or an empty one
+     *                                  allocate it from an {@link Arena}), an empty one, or a
+     *                                  read-only one with {@link Access#REMOTE_WRITE} or
+     *                                  {@link Access#REMOTE_ATOMIC}
      * @throws IllegalStateException when the segment's arena is closed
      * @throws VerbsException when {@code ibv_reg_mr} fails
      */
     public RegisteredBuffer register(MemorySegment memory, Access... access) {
         return register(memory, null, access);
+    }
+
+    /**
+     * Registers a native segment allocated by {@code arena} and ties the registration to it: when
+     * the arena closes, the registration is released ({@code ibv_dereg_mr}) before the arena frees
+     * the memory, so neither this side nor a peer can reach the pages afterwards. Closing the
+     * buffer earlier is allowed (the arena's close then does nothing more for it). Otherwise as
+     * {@link #register(MemorySegment, Access...)}.
+     *
+     * @param arena  the arena that allocated {@code memory}; its close releases the registration
+     *               (needs native access for the jverbs-highlevel module, as every jverbs call)
+     * @param memory a native segment of {@code arena}, not empty
+     * @param access remote rights
+     * @return the registered buffer, which does not free {@code memory}
+     * @throws IllegalArgumentException when {@code memory} is not {@code arena}'s, or as
+     *                                  {@link #register(MemorySegment, Access...)}
+     * @throws IllegalStateException when the arena is closed
+     * @throws VerbsException when {@code ibv_reg_mr} fails
+     */
+    public RegisteredBuffer register(Arena arena, MemorySegment memory, Access... access) {
+        java.util.Objects.requireNonNull(arena, "arena");
+        if (!arena.scope().equals(memory.scope())) {
+            throw new IllegalArgumentException("the segment was not allocated by this arena: pass the arena that owns it");
+        }
+        RegisteredBuffer buffer = register(memory, null, access);
+        try {
+            // The cleanup runs when the arena closes, before the arena's earlier cleanups (LIFO),
+            // among them the free of this memory.
+            MemorySegment.NULL.reinterpret(arena, ignored -> buffer.closeQuietly());
+        } catch (RuntimeException e) {
+            buffer.close();
+            throw e;
+        }
+        return buffer;
     }
 
     private RegisteredBuffer register(MemorySegment memory, Arena owned, Access... access) {
@@ -110,17 +157,52 @@ public final class ProtectionDomain extends Resource {
             throw new IllegalArgumentException("an empty or NULL segment cannot be registered");
         }
         Set<Access> rights = access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access);
+        boolean readOnly = memory.isReadOnly();
+        if (readOnly && (rights.contains(Access.REMOTE_WRITE) || rights.contains(Access.REMOTE_ATOMIC))) {
+            throw new IllegalArgumentException("a read-only segment cannot be registered with " + rights
+                    + ": a peer could change it; grant REMOTE_READ only, or register a writable segment");
+        }
         MemorySegment mr;
         synchronized (this) {
             ensureOpen("register memory");
-            mr = InlineVerbs.ibv_reg_mr(pd, memory, memory.byteSize(), Access.flags(rights));
+            mr = InlineVerbs.ibv_reg_mr(pd, memory, memory.byteSize(), Access.flags(rights, !readOnly));
             if (mr.address() == 0) {
                 int errno = Native.lastErrno();
                 String hint = regionHint(errno, memory.byteSize(), isSoftRoce(context().name()));
                 throw hint != null ? new VerbsException("ibv_reg_mr", errno, hint) : VerbsException.of("ibv_reg_mr", errno);
             }
         }
-        return RegisteredBuffer.adopt(this, memory, owned, mr, rights);
+        RegisteredBuffer buffer = RegisteredBuffer.adopt(this, memory, owned, mr, rights);
+        grantRemoteAccess(rights);
+        return buffer;
+    }
+
+    /**
+     * Returns the remote rights granted to buffers registered in this domain so far: what a queue
+     * pair of the domain lets a peer do unless its config says otherwise
+     * ({@link QueuePairConfig#remoteAccess()}).
+     *
+     * @return a copy of the rights
+     */
+    public synchronized Set<Access> grantedRights() {
+        return granted.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(granted);
+    }
+
+    /** Adds {@code rights} to the domain's; connected queue pairs that follow the domain are widened. */
+    private void grantRemoteAccess(Set<Access> rights) {
+        java.util.List<Resource> kids;
+        synchronized (this) {
+            if (granted.containsAll(rights)) {
+                return;
+            }
+            granted.addAll(rights);
+            kids = children();
+        }
+        for (Resource r : kids) {
+            if (r instanceof QueuePair qp) {
+                qp.syncAccess();
+            }
+        }
     }
 
     /** The largest region rxe registers where its page array is one allocation (4 MiB of 16-byte entries). */

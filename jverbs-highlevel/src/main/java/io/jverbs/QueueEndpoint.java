@@ -25,4 +25,30 @@ abstract sealed class QueueEndpoint extends Resource permits QueuePair, Datagram
      * send-queue entries when its completion is polled (itself and the unsignaled ones before it).
      */
     abstract void pushCover(int requests);
+
+    /** The C object's address, to match asynchronous events. */
+    abstract long nativeAddress();
+
+    /** "queue pair N" / "datagram queue pair N", for messages. */
+    abstract String kindAndNumber();
+
+    /** How many completions this queue pair can have outstanding on {@code queue} at once (its depths there). */
+    abstract int entriesOn(CompletionQueue queue);
+
+    /**
+     * Fails the futures in flight, if any (the queue pair errored, its completion queue lost
+     * completions, or the poller serving it ended).
+     *
+     * @param cause what the futures fail with
+     */
+    void failPending(Throwable cause) {
+    }
+
+    /** Fails the futures whose deadline passed or that nobody polls for; called by the context's event thread. */
+    void expireFutures(long now) {
+    }
+
+    /** An asynchronous event hit this queue pair (QP fatal, access error, CQ overrun): error it with the event's name. */
+    void asyncError(String event) {
+    }
 }

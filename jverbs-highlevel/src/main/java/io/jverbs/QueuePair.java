@@ -160,6 +160,12 @@ public final class QueuePair extends QueueEndpoint {
     }
     private final CompletableFuture<?>[] pending;
     private final String[] pendingWhat;
+    /** When each pending future's request was posted ({@link System#nanoTime()}), for its deadline. */
+    private final long[] pendingSince;
+    /** The access flags the device has for this queue pair (set at connect, widened with the domain's). */
+    private int accessFlags;
+    /** The rdma_cm connection that owns this queue pair, if any: closed with it. */
+    private volatile CmConnection connection;
     private final int[] freeSlots;
     private int freeCount;
 
@@ -189,6 +195,7 @@ public final class QueuePair extends QueueEndpoint {
         int slots = config.maxSendWr() + config.maxRecvWr();
         this.pending = new CompletableFuture<?>[slots];
         this.pendingWhat = new String[slots];
+        this.pendingSince = new long[slots];
         this.freeSlots = new int[slots];
         for (int i = 0; i < slots; i++) {
             freeSlots[i] = slots - 1 - i;
@@ -219,6 +226,11 @@ public final class QueuePair extends QueueEndpoint {
 
     static QueuePair create(ProtectionDomain pd, QueuePairConfig config) {
         Context context = pd.context();
+        boolean oneQueue = config.sendQueue() == config.receiveQueue();
+        config.sendQueue().requireServes(pd, config.maxSendWr() + (oneQueue ? config.maxRecvWr() : 0), "queue pair");
+        if (!oneQueue) {
+            config.receiveQueue().requireServes(pd, config.maxRecvWr(), "queue pair");
+        }
         Context.PortAttributes port = context.port(config.port());
         Gid gid = config.gidIndex() >= 0 ? context.gid(config.port(), config.gidIndex()) : context.chooseGid(config.port());
         MemorySegment qp;
@@ -264,6 +276,16 @@ public final class QueuePair extends QueueEndpoint {
         return pair;
     }
 
+    @Override
+    long nativeAddress() {
+        return qpAddress;
+    }
+
+    @Override
+    String kindAndNumber() {
+        return "queue pair " + number;
+    }
+
     /**
      * Returns the queue pair number.
      *
@@ -281,6 +303,22 @@ public final class QueuePair extends QueueEndpoint {
      */
     public int maxInlineData() {
         return maxInline;
+    }
+
+    @Override
+    int entriesOn(CompletionQueue queue) {
+        return (queue == config.sendQueue() ? config.maxSendWr() : 0)
+                + (queue == config.receiveQueue() ? config.maxRecvWr() : 0);
+    }
+
+    /**
+     * Returns the protection domain this queue pair belongs to: only buffers registered there can
+     * be posted on it.
+     *
+     * @return its domain
+     */
+    public ProtectionDomain protectionDomain() {
+        return pd;
     }
 
     /**
@@ -368,9 +406,7 @@ public final class QueuePair extends QueueEndpoint {
                 ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_INIT);
                 ibv_qp_attr.pkey_index(attr, (short) 0);
                 ibv_qp_attr.port_num(attr, (byte) config.port());
-                ibv_qp_attr.qp_access_flags(attr, rc ? verbs_h.IBV_ACCESS_LOCAL_WRITE | verbs_h.IBV_ACCESS_REMOTE_WRITE
-                        | verbs_h.IBV_ACCESS_REMOTE_READ | verbs_h.IBV_ACCESS_REMOTE_ATOMIC
-                        : verbs_h.IBV_ACCESS_LOCAL_WRITE | verbs_h.IBV_ACCESS_REMOTE_WRITE);
+                ibv_qp_attr.qp_access_flags(attr, connectAccessFlags());
             }, verbs_h.IBV_QP_STATE | verbs_h.IBV_QP_PKEY_INDEX | verbs_h.IBV_QP_PORT | verbs_h.IBV_QP_ACCESS_FLAGS);
             modify(attr -> {
                 ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RTR);
@@ -378,7 +414,7 @@ public final class QueuePair extends QueueEndpoint {
                 ibv_qp_attr.dest_qp_num(attr, remote.qpn());
                 ibv_qp_attr.rq_psn(attr, remote.psn());
                 ibv_qp_attr.max_dest_rd_atomic(attr, (byte) config.maxRdAtomic());
-                ibv_qp_attr.min_rnr_timer(attr, (byte) 12);
+                ibv_qp_attr.min_rnr_timer(attr, (byte) config.minRnrTimer());
                 MemorySegment ah = ibv_qp_attr.ah_attr(attr);
                 ibv_ah_attr.dlid(ah, (short) remote.lid());
                 ibv_ah_attr.port_num(ah, (byte) config.port());
@@ -411,6 +447,31 @@ public final class QueuePair extends QueueEndpoint {
             throw e;
         }
         state = State.CONNECTED;
+        syncAccess();
+    }
+
+    /**
+     * The remote rights a connect gives the device: the config's, or the domain's buffers' so far
+     * (widened later by {@link #syncAccess}).
+     */
+    synchronized int connectAccessFlags() {
+        accessFlags = config.accessFlags(pd == null ? java.util.EnumSet.noneOf(Access.class) : pd.grantedRights());
+        return accessFlags;
+    }
+
+    /**
+     * Brings a connected queue pair's remote rights up to its domain's (a buffer with new rights
+     * was registered after the connect): an RTS to RTS transition of the access flags.
+     */
+    synchronized void syncAccess() {
+        if (isClosed() || state != State.CONNECTED || config.remoteAccess() != null || pd == null) {
+            return;
+        }
+        int flags = config.accessFlags(pd.grantedRights());
+        if (flags != accessFlags) {
+            modify(attr -> ibv_qp_attr.qp_access_flags(attr, flags), verbs_h.IBV_QP_ACCESS_FLAGS);
+            accessFlags = flags;
+        }
     }
 
     /** rdma_cm's path: one transition with attributes rdma_init_qp_attr filled. */
@@ -426,6 +487,28 @@ public final class QueuePair extends QueueEndpoint {
     synchronized void markConnected() {
         if (state == State.PREPARED) {
             state = State.CONNECTED;
+            syncAccess();
+        }
+    }
+
+    /** The connection through rdma_cm that owns this queue pair: closing the queue pair closes it. */
+    void ownedBy(CmConnection owner) {
+        connection = owner;
+    }
+
+    /**
+     * A connection attempt through rdma_cm failed after the device moved the queue pair on: back
+     * to RESET, so that it stops answering the peer (no write of the peer's lands), and PREPARED
+     * again for jverbs.
+     */
+    synchronized void abandonConnect() {
+        if (isClosed() || state != State.PREPARED) {
+            return;
+        }
+        try {
+            modify(attr -> ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RESET), verbs_h.IBV_QP_STATE);
+        } catch (RuntimeException ignored) {
+            // a queue pair the device cannot reset is closed by its owner; nothing more to do here
         }
     }
 
@@ -886,7 +969,8 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     private CompletableFuture<WorkResult> async(String what, Poster poster) {
-        CompletableFuture<WorkResult> future = new CompletableFuture<>();
+        CompletionQueue queue = what.equals("Receive") ? config.receiveQueue() : config.sendQueue();
+        OperationFuture<WorkResult> future = new OperationFuture<>(queue, what);
         synchronized (this) {
             ensureOpen(what);
             if (freeCount == 0) {
@@ -897,6 +981,7 @@ public final class QueuePair extends QueueEndpoint {
             int slot = freeSlots[--freeCount];
             pending[slot] = future;
             pendingWhat[slot] = what;
+            pendingSince[slot] = System.nanoTime();
             int rc;
             try {
                 rc = poster.post(FUTURE_TAG | slot);
@@ -918,6 +1003,81 @@ public final class QueuePair extends QueueEndpoint {
         pending[slot] = null;
         pendingWhat[slot] = null;
         freeSlots[freeCount++] = slot;
+    }
+
+    @Override
+    void failPending(Throwable cause) {
+        List<CompletableFuture<?>> fail = new ArrayList<>();
+        synchronized (this) {
+            for (CompletableFuture<?> f : pending) {
+                if (f != null && !f.isDone()) {
+                    fail.add(f); // the slot stays taken: the request may still be in the device
+                }
+            }
+        }
+        for (CompletableFuture<?> f : fail) {
+            f.completeExceptionally(cause);
+        }
+    }
+
+    /** How long a future may wait on a completion queue that nobody polls before it fails. */
+    static final long UNATTENDED_NANOS = 2_000_000_000L;
+
+    @Override
+    void expireFutures(long now) {
+        long limit = config.operationTimeout().toNanos();
+        boolean sendUnattended = config.sendQueue().unattendedFor(now, UNATTENDED_NANOS);
+        boolean recvUnattended = config.receiveQueue() == config.sendQueue() ? sendUnattended
+                : config.receiveQueue().unattendedFor(now, UNATTENDED_NANOS);
+        List<CompletableFuture<?>> late = null;
+        List<String> lateWhat = null;
+        synchronized (this) {
+            for (int i = 0; i < pending.length; i++) {
+                CompletableFuture<?> f = pending[i];
+                // a receive waits for the peer's message, which may legitimately take any time: no deadline
+                boolean receive = "Receive".equals(pendingWhat[i]);
+                boolean unattended = receive ? recvUnattended : sendUnattended;
+                if (f != null && !f.isDone() && (!receive && now - pendingSince[i] >= limit
+                        || unattended && now - pendingSince[i] >= UNATTENDED_NANOS)) {
+                    if (late == null) {
+                        late = new ArrayList<>();
+                        lateWhat = new ArrayList<>();
+                    }
+                    late.add(f);
+                    lateWhat.add(pendingWhat[i]);
+                }
+            }
+        }
+        if (late == null) {
+            return;
+        }
+        for (int i = 0; i < late.size(); i++) {
+            CompletionQueue queue = lateWhat.get(i).equals("Receive") ? config.receiveQueue() : config.sendQueue();
+            late.get(i).completeExceptionally(queue.isServed() || !queue.unattendedFor(now, UNATTENDED_NANOS)
+                    ? new java.util.concurrent.TimeoutException(lateWhat.get(i) + " on queue pair " + number
+                            + " had no completion within its operation timeout of " + config.operationTimeout().toMillis()
+                            + " ms (QueuePairConfig.withOperationTimeout)")
+                    : new IllegalStateException(lateWhat.get(i) + " on queue pair " + number + " cannot complete: no"
+                            + " Poller serves " + queue + " and nobody polls it; start one (Poller.start) or poll the"
+                            + " queue yourself"));
+        }
+    }
+
+    @Override
+    void asyncError(String event) {
+        synchronized (this) {
+            if (isClosed() || state == State.ERROR) {
+                return;
+            }
+            state = State.ERROR;
+            errorText = "asynchronous event " + event;
+            try {
+                modify(attr -> ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_ERR), verbs_h.IBV_QP_STATE);
+            } catch (RuntimeException ignored) {
+                // already in error on the device
+            }
+        }
+        failPending(new IllegalStateException("queue pair " + number + " is in error: asynchronous event " + event));
     }
 
     // ---- posting ----
@@ -1008,7 +1168,7 @@ public final class QueuePair extends QueueEndpoint {
     private synchronized PreparedRequest prepare(int opcode, RegisteredBuffer local, long localOffset, int length,
                                                  RemoteBuffer remote, long remoteOffset, String what) {
         ensureOpen(what);
-        local.checkRange(localOffset, length, what);
+        local.checkUse(pd, localOffset, length, opcode == verbs_h.IBV_WR_RDMA_READ, what);
         long remoteAddress = remote == null ? 0 : WorkRequests.remoteAddress(remote, remoteOffset, length, what);
         boolean inline = inlines(opcode, length);
         MemorySegment m = arena.allocate(SEND_SGE + 16, 64); // the layout of the queue pair's own request
@@ -1085,7 +1245,7 @@ public final class QueuePair extends QueueEndpoint {
                                RemoteBuffer remote, long remoteOffset, int immediate, long compareAdd, long swap,
                                boolean signaled, String what) {
         checkPostable(what);
-        local.checkRange(localOffset, length, what);
+        local.checkUse(pd, localOffset, length, opcode == verbs_h.IBV_WR_RDMA_READ || isAtomic(opcode), what);
         long remoteAddress = remote == null ? 0 : remoteTarget(remote, remoteOffset, length, opcode, what);
         int room = signalOrFull(signaled);
         if (room == FULL) {
@@ -1223,7 +1383,7 @@ public final class QueuePair extends QueueEndpoint {
 
     private int postReceiveLocked(long wrId, RegisteredBuffer local, long localOffset, int length) {
         checkPostable("receive");
-        local.checkRange(localOffset, length, "receive");
+        local.checkUse(pd, localOffset, length, true, "receive");
         if (recvCount - (long) RECV_DONE.getAcquire(this) >= config.maxRecvWr()) {
             return RECEIVE_QUEUE_FULL;
         }
@@ -1351,6 +1511,10 @@ public final class QueuePair extends QueueEndpoint {
 
     @Override
     void beforeClose() {
+        CmConnection owner = connection;
+        if (owner != null) {
+            owner.release(); // disconnects the peer; the rdma_cm id goes to the reaper
+        }
         config.sendQueue().detach(this);
         config.receiveQueue().detach(this);
     }

@@ -4,8 +4,19 @@ import java.util.Objects;
 
 /**
  * How a connected queue pair is made and connected: reliable ({@link #rc}, the usual choice) or
- * unreliable ({@link #uc}). Start from one of the two and adjust with the {@code with…} methods;
- * the defaults suit ConnectX and Soft-RoCE alike.
+ * unreliable ({@link #uc}). Start from one of the two and adjust with the {@code with…} methods
+ * (one per attribute); the defaults suit ConnectX and Soft-RoCE alike and always give up.
+ *
+ * <p>What the defaults give up after, on a peer that stopped answering: a request is retried
+ * {@code retryCount} times after an ACK timeout of 4.096 µs × 2^{@code timeout} each, so with 14
+ * and 6 it ends in {@code RETRY_EXC_ERR} after about 7 × 67 ms ≈ 0.5 s (seen: 0.6 s on rxe); a
+ * Send that finds no receive posted is retried {@code rnrRetry} times after the receiver's
+ * {@code minRnrTimer} each, so with 6 and 24 (40.96 ms) it ends in {@code RNR_RETRY_EXC_ERR}
+ * after about 7 × 41 ms ≈ 0.3 s. A count of 7 means "retry forever" (by the InfiniBand
+ * specification for RNR, and in rxe for transport retries too): no default uses it, and a caller
+ * who sets it (as C perftest does) accepts that a dead peer is noticed only by a deadline of its
+ * own. A future of the queue pair fails at its {@code operationTimeout} (default 10 s) even when
+ * no completion ever arrives.
  *
  * @param sendQueue     completion queue of send-side work (writes, reads, sends, atomics)
  * @param receiveQueue  completion queue of receives (may be the same queue)
@@ -18,8 +29,8 @@ import java.util.Objects;
  * @param signalEvery   with unsignaled posts, every this-many requests one is signaled anyway
  *                      so the send queue drains (completion moderation), default 16
  * @param timeout       local ACK timeout exponent: 4.096 µs × 2^timeout (default 14, about 67 ms)
- * @param retryCount    transport retries before RETRY_EXC_ERR (default 7)
- * @param rnrRetry      receiver-not-ready retries (default 7 = infinite)
+ * @param retryCount    transport retries before RETRY_EXC_ERR, 0 to 7 (default 6; 7 never gives up on rxe)
+ * @param rnrRetry      receiver-not-ready retries before RNR_RETRY_EXC_ERR, 0 to 7 (default 6; 7 = forever)
  * @param maxRdAtomic   outstanding RDMA Read/atomics in each direction (default 1)
  * @param confined      whether the queue pair is confined to the thread that creates it (default
  *                      false): its posts and its {@code close()} are accepted only from that thread
@@ -28,12 +39,32 @@ import java.util.Objects;
  *                      completions may still be polled on any thread.
  * @param transport     {@link Transport#RC} (default) or {@link Transport#UC}; a UC queue pair does
  *                      RDMA Write and Send only (Read and atomics are refused before posting), and
- *                      ignores {@code timeout}, {@code retryCount}, {@code rnrRetry} and
- *                      {@code maxRdAtomic}
+ *                      ignores {@code timeout}, {@code retryCount}, {@code rnrRetry},
+ *                      {@code minRnrTimer} and {@code maxRdAtomic}
+ * @param minRnrTimer   how long a peer whose Send found no receive posted here waits before it
+ *                      retries, as the InfiniBand encoding 1 to 31 (12 = 0.64 ms, 20 = 10.24 ms,
+ *                      24 = 40.96 ms, 31 = 491.52 ms; 0 = 655.36 ms), default 24
+ * @param remoteAccess  what a peer may do through this queue pair (RDMA Write, Read, atomics into
+ *                      this side's registered buffers), or {@code null} (default) for exactly the
+ *                      remote rights granted to buffers registered in the queue pair's protection
+ *                      domain, widened when a buffer with new rights is registered; an empty set
+ *                      lets a peer only Send. UC admits {@link Access#REMOTE_WRITE} only.
+ * @param operationTimeout the most a future of a send-side operation (Write, Read, Send, atomics)
+ *                      waits for its completion: it then fails with a
+ *                      {@link java.util.concurrent.TimeoutException} naming the operation (default
+ *                      10 s; at least 1 ms). A receive's future has no deadline (it waits for the
+ *                      peer's message); it fails when the queue pair errors or closes, or when the
+ *                      poller serving it ends. Any future whose completion queue nobody polls
+ *                      (no {@link Poller}, no call to {@link CompletionQueue#poll} for 2 s) fails
+ *                      with an {@link IllegalStateException} naming {@code Poller}.
  */
 public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receiveQueue, int maxSendWr, int maxRecvWr,
                               int maxInlineData, int port, int gidIndex, int signalEvery, int timeout, int retryCount,
-                              int rnrRetry, int maxRdAtomic, boolean confined, Transport transport) {
+                              int rnrRetry, int maxRdAtomic, boolean confined, Transport transport, int minRnrTimer,
+                              java.util.Set<Access> remoteAccess, java.time.Duration operationTimeout) {
+    /** The default {@link #operationTimeout()}. */
+    public static final java.time.Duration DEFAULT_OPERATION_TIMEOUT = java.time.Duration.ofSeconds(10);
+
     /** The connected transports: the verbs' {@code IBV_QPT_RC} and {@code IBV_QPT_UC}. */
     public enum Transport {
         /**
@@ -69,6 +100,14 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
         check(retryCount >= 0 && retryCount <= 7, "retryCount 0..7");
         check(rnrRetry >= 0 && rnrRetry <= 7, "rnrRetry 0..7");
         check(maxRdAtomic >= 1 && maxRdAtomic <= 255, "maxRdAtomic 1..255");
+        check(minRnrTimer >= 0 && minRnrTimer <= 31, "minRnrTimer 0..31");
+        Objects.requireNonNull(operationTimeout, "operationTimeout");
+        check(operationTimeout.compareTo(java.time.Duration.ofMillis(1)) >= 0, "operationTimeout at least 1 ms");
+        if (remoteAccess != null) {
+            remoteAccess = java.util.Set.copyOf(remoteAccess);
+            check(transport == Transport.RC || !remoteAccess.contains(Access.REMOTE_READ)
+                    && !remoteAccess.contains(Access.REMOTE_ATOMIC), "UC admits REMOTE_WRITE only");
+        }
     }
 
     private static void check(boolean ok, String rule) {
@@ -84,7 +123,8 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @return the config
      */
     public static QueuePairConfig rc(CompletionQueue cq) {
-        return new QueuePairConfig(cq, cq, 128, 128, 64, 1, -1, 16, 14, 7, 7, 1, false, Transport.RC);
+        return new QueuePairConfig(cq, cq, 128, 128, 64, 1, -1, 16, 14, 6, 6, 1, false, Transport.RC, 24, null,
+                DEFAULT_OPERATION_TIMEOUT);
     }
 
     /**
@@ -104,10 +144,27 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @param transport RC or UC
      * @return the copy
      * @throws NullPointerException when {@code transport} is null
+     * @throws IllegalArgumentException when the remote rights do not suit the transport
      */
     public QueuePairConfig withTransport(Transport transport) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport);
+                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
+                operationTimeout);
+    }
+
+    /**
+     * Returns a copy with other completion queues (they must belong to the same context as the
+     * protection domain the queue pair is made in, and have room for its depths).
+     *
+     * @param send    the completion queue of send-side work
+     * @param receive the completion queue of receives (may be {@code send})
+     * @return the copy
+     * @throws NullPointerException when a queue is null
+     */
+    public QueuePairConfig withQueues(CompletionQueue send, CompletionQueue receive) {
+        return new QueuePairConfig(send, receive, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex, signalEvery,
+                timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
+                operationTimeout);
     }
 
     /**
@@ -116,10 +173,12 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @param send    send-queue depth
      * @param receive receive-queue depth
      * @return the copy
+     * @throws IllegalArgumentException when a depth is below 1
      */
     public QueuePairConfig withDepth(int send, int receive) {
         return new QueuePairConfig(sendQueue, receiveQueue, send, receive, maxInlineData, port, gidIndex,
-                Math.min(signalEvery, send), timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport);
+                Math.min(signalEvery, send), timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport,
+                minRnrTimer, remoteAccess, operationTimeout);
     }
 
     /**
@@ -127,10 +186,25 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      *
      * @param bytes the most bytes sent inline
      * @return the copy
+     * @throws IllegalArgumentException when negative
      */
     public QueuePairConfig withMaxInlineData(int bytes) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, bytes, port, gidIndex, signalEvery,
-                timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport);
+                timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
+                operationTimeout);
+    }
+
+    /**
+     * Returns a copy on another device port.
+     *
+     * @param port the port number, 1 to 255
+     * @return the copy
+     * @throws IllegalArgumentException when out of range
+     */
+    public QueuePairConfig withPort(int port) {
+        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
+                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
+                operationTimeout);
     }
 
     /**
@@ -141,20 +215,53 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withGidIndex(int index) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, index,
-                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport);
+                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
+                operationTimeout);
     }
 
     /**
      * Returns a copy with other retry settings: the time to RETRY_EXC_ERR on a dead link is about
-     * 4.096 µs × 2^timeout × (retryCount + 1).
+     * 4.096 µs × 2^ackTimeout × (retries + 1).
      *
-     * @param ackTimeout the ACK timeout exponent
-     * @param retries    the retry count
+     * @param ackTimeout the ACK timeout exponent, 0 to 31
+     * @param retries    the retry count, 0 to 7 (7 never gives up on rxe)
      * @return the copy
+     * @throws IllegalArgumentException when out of range
      */
     public QueuePairConfig withRetry(int ackTimeout, int retries) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, ackTimeout, retries, rnrRetry, maxRdAtomic, confined, transport);
+                signalEvery, ackTimeout, retries, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
+                operationTimeout);
+    }
+
+    /**
+     * Returns a copy with other receiver-not-ready settings: a Send that finds no receive posted
+     * at the peer ends in RNR_RETRY_EXC_ERR after about (retries + 1) × the peer's timer.
+     *
+     * @param retries    the RNR retry count, 0 to 7 (7 = forever)
+     * @param minRnrTimer this side's timer a peer's Send waits when it finds no receive here, 0 to 31
+     *                    (see {@link #minRnrTimer()})
+     * @return the copy
+     * @throws IllegalArgumentException when out of range
+     */
+    public QueuePairConfig withRnrRetry(int retries, int minRnrTimer) {
+        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
+                signalEvery, timeout, retryCount, retries, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
+                operationTimeout);
+    }
+
+    /**
+     * Returns a copy with another number of outstanding RDMA Reads and atomics (as initiator and
+     * as target; the device caps it, rxe at 128).
+     *
+     * @param outstanding 1 to 255
+     * @return the copy
+     * @throws IllegalArgumentException when out of range
+     */
+    public QueuePairConfig withMaxRdAtomic(int outstanding) {
+        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
+                signalEvery, timeout, retryCount, rnrRetry, outstanding, confined, transport, minRnrTimer, remoteAccess,
+                operationTimeout);
     }
 
     /**
@@ -165,7 +272,8 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withSignalEvery(int every) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex, every,
-                timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport);
+                timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
+                operationTimeout);
     }
 
     /**
@@ -178,6 +286,46 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public QueuePairConfig withConfined(boolean confined) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport);
+                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
+                operationTimeout);
+    }
+
+    /**
+     * Returns a copy that lets a peer do exactly {@code rights} through the queue pair, instead of
+     * what the protection domain's buffers were granted (see {@link #remoteAccess()}).
+     *
+     * @param rights the remote rights; none: a peer may only Send
+     * @return the copy
+     * @throws IllegalArgumentException when a UC queue pair is given more than REMOTE_WRITE
+     */
+    public QueuePairConfig withRemoteAccess(Access... rights) {
+        java.util.Set<Access> set = java.util.EnumSet.noneOf(Access.class);
+        java.util.Collections.addAll(set, rights);
+        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
+                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, set,
+                operationTimeout);
+    }
+
+    /**
+     * Returns a copy whose futures fail after {@code timeout} without a completion.
+     *
+     * @param limit at least 1 ms
+     * @return the copy
+     * @throws IllegalArgumentException when below 1 ms
+     */
+    public QueuePairConfig withOperationTimeout(java.time.Duration limit) {
+        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
+                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
+                limit);
+    }
+
+    /** The verbs access flags a peer gets through this queue pair, given the domain's granted rights. */
+    int accessFlags(java.util.Set<Access> domainRights) {
+        java.util.Set<Access> rights = remoteAccess != null ? remoteAccess : domainRights;
+        int flags = Access.flags(rights);
+        if (transport == Transport.UC) {
+            flags &= io.jverbs.ibverbs.raw.verbs_h.IBV_ACCESS_LOCAL_WRITE | io.jverbs.ibverbs.raw.verbs_h.IBV_ACCESS_REMOTE_WRITE;
+        }
+        return flags;
     }
 }

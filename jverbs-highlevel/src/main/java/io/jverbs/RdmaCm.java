@@ -89,10 +89,8 @@ public final class RdmaCm {
             qp.markConnected();
             return new CmConnection(qp, id, channel);
         } catch (RuntimeException | Error e) {
-            if (id.address() != 0) {
-                rdma_cma_h.rdma_destroy_id(id);
-            }
-            channel.close();
+            qp.abandonConnect(); // the device may have moved it on: it must not answer the peer
+            reap(id, channel);
             throw e;
         }
     }
@@ -212,7 +210,10 @@ public final class RdmaCm {
         private final Channel channel;
         private final int port;
         private final boolean datagrams;
-        private boolean closed;
+        /** Serializes accepts; {@link #close()} never waits for it (an accept's waits are 100 ms slices). */
+        private final java.util.concurrent.locks.ReentrantLock acceptLock = new java.util.concurrent.locks.ReentrantLock();
+        private volatile boolean closed;
+        private final java.util.concurrent.atomic.AtomicBoolean destroyed = new java.util.concurrent.atomic.AtomicBoolean();
 
         private Listener(MemorySegment id, Channel channel, int port, boolean datagrams) {
             this.id = id;
@@ -242,15 +243,27 @@ public final class RdmaCm {
          * @throws IllegalStateException when the listener is closed, before or during the wait, or
          *         is for datagrams, or the queue pair is not prepared
          */
-        public synchronized CmConnection accept(QueuePair qp, Duration timeout) {
-            if (closed) {
-                throw new IllegalStateException("listener is closed");
-            }
+        public CmConnection accept(QueuePair qp, Duration timeout) {
             if (datagrams) {
                 throw new IllegalStateException("this listener answers datagram resolutions: use acceptDatagram");
             }
-            qp.requirePrepared();
             long deadline = System.nanoTime() + timeout.toNanos();
+            acceptLock.lock();
+            try {
+                if (closed) {
+                    throw new IllegalStateException("listener is closed");
+                }
+                qp.requirePrepared();
+                return acceptLocked(qp, deadline);
+            } finally {
+                acceptLock.unlock();
+                if (closed) {
+                    destroyListener();
+                }
+            }
+        }
+
+        private CmConnection acceptLocked(QueuePair qp, long deadline) {
             Channel.Event request = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_REQUEST, deadline, "port " + port);
             MemorySegment child = request.id();
             Channel own = Channel.create();
@@ -265,9 +278,12 @@ public final class RdmaCm {
                 qp.markConnected();
                 return new CmConnection(qp, child, own);
             } catch (RuntimeException | Error e) {
+                // The queue pair stops answering first (a peer that never completed the handshake
+                // must not keep writing into this side), then the request is refused and its id
+                // reaped: the kernel may hold that destroy for minutes, never on this thread.
+                qp.abandonConnect();
                 rdma_cma_h.rdma_reject(child, MemorySegment.NULL, (byte) 0);
-                rdma_cma_h.rdma_destroy_id(child);
-                own.close();
+                reap(child, own);
                 throw e;
             }
         }
@@ -288,10 +304,22 @@ public final class RdmaCm {
          *         listener is for connections
          * @throws IllegalArgumentException when the queue pair's Q_Key is not {@link #UDP_QKEY}
          */
-        public synchronized InetSocketAddress acceptDatagram(DatagramQueuePair qp, Duration timeout) {
-            if (closed) {
-                throw new IllegalStateException("listener is closed");
+        public InetSocketAddress acceptDatagram(DatagramQueuePair qp, Duration timeout) {
+            acceptLock.lock();
+            try {
+                if (closed) {
+                    throw new IllegalStateException("listener is closed");
+                }
+                return acceptDatagramLocked(qp, timeout);
+            } finally {
+                acceptLock.unlock();
+                if (closed) {
+                    destroyListener();
+                }
             }
+        }
+
+        private InetSocketAddress acceptDatagramLocked(DatagramQueuePair qp, Duration timeout) {
             if (!datagrams) {
                 throw new IllegalStateException("this listener accepts connections: use accept (or listen with listenDatagrams)");
             }
@@ -307,12 +335,12 @@ public final class RdmaCm {
                 check("rdma_accept", rdma_cma_h.rdma_accept(child, param));
             } catch (RuntimeException | Error e) {
                 rdma_cma_h.rdma_reject(child, MemorySegment.NULL, (byte) 0);
-                rdma_cma_h.rdma_destroy_id(child);
+                reap(child, null);
                 throw e;
             }
             // the answer is on its way (the kernel's reply holds its own reference): nothing stays
             // connected for a datagram peer, so its id goes now rather than piling up
-            rdma_cma_h.rdma_destroy_id(child);
+            reap(child, null);
             return requester;
         }
 
@@ -323,18 +351,68 @@ public final class RdmaCm {
          */
         @Override
         public void close() {
+            closed = true;
             channel.abort("listener on port " + port + " was closed while an accept waited");
-            synchronized (this) {
-                if (!closed) {
-                    closed = true;
-                    rdma_cma_h.rdma_destroy_id(id);
-                    channel.close();
+            if (acceptLock.tryLock()) {
+                try {
+                    destroyListener();
+                } finally {
+                    acceptLock.unlock();
                 }
+            } // else the accept in progress sees the abort within 100 ms and destroys the listener as it leaves
+        }
+
+        private void destroyListener() {
+            if (destroyed.compareAndSet(false, true)) {
+                reap(id, channel);
             }
         }
     }
 
     // ---- helpers ----
+
+    /**
+     * Destroys rdma_cm ids (and then their event channels) on background threads: the kernel may
+     * hold {@code rdma_destroy_id} for minutes, uninterruptibly, when the peer vanished in the
+     * middle of a handshake, and no caller's thread may wait that long. At most four destroys run
+     * at once; the rest queue.
+     */
+    private static final java.util.concurrent.ThreadPoolExecutor REAPER = reaper();
+
+    private static java.util.concurrent.ThreadPoolExecutor reaper() {
+        java.util.concurrent.ThreadPoolExecutor pool = new java.util.concurrent.ThreadPoolExecutor(4, 4, 10,
+                java.util.concurrent.TimeUnit.SECONDS, new java.util.concurrent.LinkedBlockingQueue<>(),
+                r -> Thread.ofPlatform().name("jverbs-cm-reaper").daemon(true).unstarted(r));
+        pool.allowCoreThreadTimeOut(true);
+        return pool;
+    }
+
+    /** Destroys {@code id} (when not NULL), then closes {@code channel} (when not null), on the reaper. */
+    static void reap(MemorySegment id, Channel channel) {
+        if ((id == null || id.address() == 0) && channel == null) {
+            return;
+        }
+        REAPER.execute(() -> {
+            try {
+                if (id != null && id.address() != 0) {
+                    rdma_cma_h.rdma_destroy_id(id);
+                }
+            } finally {
+                if (channel != null) {
+                    channel.close();
+                }
+            }
+        });
+    }
+
+    /**
+     * Returns how many rdma_cm ids wait for, or are in, their destroy on the reaper.
+     *
+     * @return ids not yet destroyed
+     */
+    public static int pendingDestroys() {
+        return REAPER.getQueue().size() + REAPER.getActiveCount();
+    }
 
     /**
      * Resolves {@code host:port}'s address and route on {@code id} within the deadline, and checks
@@ -408,13 +486,12 @@ public final class RdmaCm {
             check("rdma_init_qp_attr", rdma_cma_h.rdma_init_qp_attr(id, attr, mask));
             int m = mask.get(ValueLayout.JAVA_INT, 0);
             if (state == verbs_h.IBV_QPS_INIT) {
-                ibv_qp_attr.qp_access_flags(attr, verbs_h.IBV_ACCESS_LOCAL_WRITE | verbs_h.IBV_ACCESS_REMOTE_WRITE
-                        | verbs_h.IBV_ACCESS_REMOTE_READ | verbs_h.IBV_ACCESS_REMOTE_ATOMIC);
+                ibv_qp_attr.qp_access_flags(attr, qp.connectAccessFlags());
                 m |= verbs_h.IBV_QP_ACCESS_FLAGS;
             } else if (state == verbs_h.IBV_QPS_RTR) {
                 // The kernel CM leaves min_rnr_timer 0, which encodes the longest RNR wait (655 ms):
-                // a sender that finds no receive posted would stall that long. 12 (0.64 ms) as in connect().
-                ibv_qp_attr.min_rnr_timer(attr, (byte) 12);
+                // the config's, as in QueuePair.connect().
+                ibv_qp_attr.min_rnr_timer(attr, (byte) qp.config().minRnrTimer());
                 m |= verbs_h.IBV_QP_MIN_RNR_TIMER;
             } else if (state == verbs_h.IBV_QPS_RTS) {
                 ibv_qp_attr.timeout(attr, (byte) qp.config().timeout());

@@ -17,8 +17,11 @@ import java.util.Set;
  * memory is freed, so the device can never touch freed memory; work still in flight on it ends
  * with an error completion. A buffer made by {@link ProtectionDomain#allocate} owns its memory:
  * after close, {@link #segment()} (and every slice of it) throws on access. A buffer made by
- * {@link ProtectionDomain#register} leaves the memory to the caller, who must keep it allocated
- * until this buffer is closed.
+ * {@link ProtectionDomain#register} leaves the memory to the caller and follows its scope: a
+ * post that names it after its arena closed throws, and the registration is released when the
+ * arena closes ({@link ProtectionDomain#register(Arena, MemorySegment, Access...)}: before the
+ * memory is freed) or within about 100 ms after ({@link ProtectionDomain#register(MemorySegment,
+ * Access...)}, by the context's event thread).
  *
  * <p>Thread-safe; the bytes of the segment are shared with the device and with the peer (when
  * remote rights were granted): who writes when is the application's protocol.
@@ -32,11 +35,20 @@ public final class RegisteredBuffer extends Resource {
     private final int lkey;
     private final int rkey;
     private final Set<Access> access;
+    /** The domain it was registered in: a queue pair of another domain cannot use it. */
+    private final ProtectionDomain domain;
+    /** Memory the caller allocated and registered: its scope is checked before each use. */
+    private final boolean callerMemory;
+    /** Registered from a read-only segment: without local write, so nothing may land in it. */
+    private final boolean readOnly;
 
     private RegisteredBuffer(ProtectionDomain pd, MemorySegment memory, Arena owned, MemorySegment mr, Set<Access> access) {
         super("registered buffer", pd);
+        this.domain = pd;
         this.memory = memory;
         this.owned = owned;
+        this.callerMemory = owned == null && pd != null;
+        this.readOnly = memory.isReadOnly();
         this.mr = mr;
         MemorySegment m = mr.reinterpret(ibv_mr.sizeof());
         this.address = memory.address();
@@ -162,6 +174,58 @@ public final class RegisteredBuffer extends Resource {
         return mr;
     }
 
+    /**
+     * The posting checks: the buffer belongs to {@code pd} (the queue pair's domain), is open, its
+     * memory is alive, {@code [offset, offset + bytes)} lies inside, and, when the device writes
+     * into it ({@code deviceWrites}: a receive, an RDMA Read's or an atomic's destination), it is
+     * not read-only.
+     */
+    void checkUse(ProtectionDomain pd, long offset, long bytes, boolean deviceWrites, String operation) {
+        if (pd != domain) {
+            throw foreignDomain(pd, operation);
+        }
+        if (deviceWrites && readOnly) {
+            throw new IllegalArgumentException(operation + ": " + this + " was registered from a read-only segment:"
+                    + " the device may not write into it (register a writable segment for receives, reads and atomics)");
+        }
+        checkRange(offset, bytes, operation);
+    }
+
+    private IllegalArgumentException foreignDomain(ProtectionDomain pd, String operation) {
+        return new IllegalArgumentException(operation + ": " + this + " belongs to " + describe(domain)
+                + ", but the queue pair belongs to " + describe(pd) + ": a queue pair can use only buffers registered"
+                + " in its own protection domain (the device would fail the request and the queue pair with it)");
+    }
+
+    private static String describe(ProtectionDomain pd) {
+        return pd == null ? "no protection domain" : pd + " 0x" + Long.toHexString(pd.raw().address())
+                + " of context " + pd.context().name() + " 0x" + Long.toHexString(pd.context().raw().address());
+    }
+
+    /**
+     * Returns the protection domain the buffer was registered in.
+     *
+     * @return its domain
+     */
+    public ProtectionDomain protectionDomain() {
+        return domain;
+    }
+
+    /**
+     * Returns whether the buffer was registered from a read-only segment (see
+     * {@link ProtectionDomain#register(MemorySegment, Access...)}).
+     *
+     * @return true when nothing may be written into it, by the device or a peer
+     */
+    public boolean isReadOnly() {
+        return readOnly;
+    }
+
+    /** Caller memory whose arena has closed: the registration must go (the pages may be reused). */
+    boolean memoryGone() {
+        return callerMemory && !isClosed() && !memory.scope().isAlive();
+    }
+
     /** Throws unless open and {@code [offset, offset + bytes)} lies inside; the hot path's check. */
     void checkRange(long offset, long bytes, String operation) {
         checkOpen(operation);
@@ -171,16 +235,33 @@ public final class RegisteredBuffer extends Resource {
         }
     }
 
-    /** Throws unless open; without the monitor: a race with close ends in an error completion. */
+    /**
+     * Throws unless open and, for caller memory, alive; without the monitor: a race with close
+     * ends in an error completion.
+     */
     void checkOpen(String operation) {
         if (isClosed()) {
             throw new IllegalStateException("registered buffer is closed: cannot " + operation);
+        }
+        if (callerMemory && !memory.scope().isAlive()) {
+            throw new IllegalStateException("the memory of " + this + " was freed (its arena is closed): cannot "
+                    + operation + "; close the registration before its arena, or register with"
+                    + " ProtectionDomain.register(arena, segment), which does it for you");
         }
     }
 
     private void checkOpen() {
         if (isClosed()) {
             throw new IllegalStateException("registered buffer is closed");
+        }
+    }
+
+    /** Closes, reporting a failure to the log instead of throwing (an arena's cleanup must not throw). */
+    void closeQuietly() {
+        try {
+            close();
+        } catch (RuntimeException e) {
+            System.getLogger("io.jverbs").log(System.Logger.Level.WARNING, "releasing " + this + " failed", e);
         }
     }
 

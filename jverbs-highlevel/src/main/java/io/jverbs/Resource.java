@@ -23,6 +23,10 @@ public abstract sealed class Resource implements AutoCloseable
     private final List<Resource> children = new ArrayList<>();
     /** Written under the monitor; volatile so {@link #isClosed()} and the posts and polls need no monitor. */
     private volatile boolean closed;
+    /** Children closed whose native destroy still waits (a completion queue closed from its own handler). */
+    private int deferredChildren;
+    /** Closed while {@link #deferredChildren} was not 0: the native destroy runs when the last of them is done. */
+    private boolean destroyPending;
 
     Resource(String kind, Resource parent) {
         this.kind = kind;
@@ -46,6 +50,11 @@ public abstract sealed class Resource implements AutoCloseable
 
     private synchronized void forget(Resource child) {
         children.remove(child);
+    }
+
+    /** The open children at this moment, in creation order. */
+    final synchronized List<Resource> children() {
+        return new ArrayList<>(children);
     }
 
     /**
@@ -115,13 +124,20 @@ public abstract sealed class Resource implements AutoCloseable
         synchronized (this) {
             if (!closed) {
                 closed = true;
-                try {
-                    destroyNative();
-                } catch (RuntimeException e) {
-                    if (failure == null) {
-                        failure = e;
-                    } else {
-                        failure.addSuppressed(e);
+                if (deferredChildren > 0) {
+                    // a child's destroy waits for a poll in progress: this object's destroy (and its
+                    // ancestors') waits with it, so a parent is never destroyed before its children
+                    destroyPending = true;
+                    destroyDeferred();
+                } else {
+                    try {
+                        destroyNative();
+                    } catch (RuntimeException e) {
+                        if (failure == null) {
+                            failure = e;
+                        } else {
+                            failure.addSuppressed(e);
+                        }
                     }
                 }
             }
@@ -175,6 +191,44 @@ public abstract sealed class Resource implements AutoCloseable
         return new WrongThreadException(this + " is confined to thread \"" + owner.getName() + "\" (id "
                 + owner.threadId() + "): " + operation + " refused on thread \"" + Thread.currentThread().getName()
                 + "\"; call it from the owner thread, or create the object shared");
+    }
+
+    /**
+     * Tells the parent that this object's native destroy waits (it runs later, on another path):
+     * the parent, and its ancestors, then wait for it before their own destroy. A subclass that
+     * defers its destroy calls this, and {@link #deferredDestroyDone()} once the destroy has run.
+     */
+    final void destroyDeferred() {
+        if (parent != null) {
+            parent.childDeferred();
+        }
+    }
+
+    private synchronized void childDeferred() {
+        deferredChildren++;
+    }
+
+    /** The deferred destroy of this object has run: a parent that waited for it may destroy now. */
+    final void deferredDestroyDone() {
+        if (parent != null) {
+            parent.childDestroyed();
+        }
+    }
+
+    private void childDestroyed() {
+        synchronized (this) {
+            deferredChildren--;
+            if (!destroyPending || deferredChildren > 0) {
+                return;
+            }
+            destroyPending = false;
+            try {
+                destroyNative();
+            } catch (RuntimeException e) {
+                System.getLogger("io.jverbs").log(System.Logger.Level.WARNING, "deferred destroy of " + kind + " failed", e);
+            }
+        }
+        deferredDestroyDone();
     }
 
     /** Runs outside the monitor before the destroy (e.g. closing dependants held elsewhere). */

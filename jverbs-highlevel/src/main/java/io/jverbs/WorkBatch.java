@@ -139,7 +139,8 @@ public final class WorkBatch extends PostList {
     private WorkBatch add(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
                           RemoteBuffer remote, long remoteOffset, long compareAdd, long swap, boolean wantSignal) {
         int i = nextIndex(wrId);
-        local.checkRange(localOffset, length, "batch");
+        local.checkUse(qp.protectionDomain(), localOffset, length,
+                opcode == verbs_h.IBV_WR_RDMA_READ || QueuePair.isAtomic(opcode), "batch");
         long remoteAddress = 0;
         int rkey = 0;
         if (remote != null) {

@@ -37,7 +37,7 @@ class CmTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(20);
 
     private static QueuePair queuePair(Context ctx, ProtectionDomain pd) {
-        CompletionQueue cq = ctx.createCompletionQueue(64);
+        CompletionQueue cq = ctx.createCompletionQueue(256);
         return pd.createQueuePair(QueuePairConfig.rc(cq));
     }
 

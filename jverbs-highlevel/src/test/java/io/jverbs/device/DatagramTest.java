@@ -33,7 +33,7 @@ class DatagramTest {
     private record Side(Context context, ProtectionDomain pd, CompletionQueue cq) implements AutoCloseable {
         static Side open(TestDevice device) {
             Context c = Rdma.open(device.name());
-            return new Side(c, c.allocateProtectionDomain(), c.createCompletionQueue(32));
+            return new Side(c, c.allocateProtectionDomain(), c.createCompletionQueue(128));
         }
 
         @Override

@@ -183,7 +183,7 @@ class MisuseTest {
 
         try (Context ctx = Rdma.open(device.name())) {
             ProtectionDomain pd = ctx.allocateProtectionDomain();
-            CompletionQueue cq = ctx.createCompletionQueue(16);
+            CompletionQueue cq = ctx.createCompletionQueue(256);
             QueuePair prepared = pd.createQueuePair(QueuePairConfig.rc(cq).withGidIndex(Math.max(device.gidIndexEnv(), -1)));
             RegisteredBuffer b = pd.allocate(64, Access.REMOTE_WRITE);
             expect(IllegalStateException.class, "not connected", () -> prepared.write(1, b, 0, 8, b.remote(), 0, true));

@@ -63,7 +63,7 @@ public final class WriteReadExample {
         boolean cm = args[4].equals("cm");
         try (Context ctx = Rdma.open(device)) {
             ProtectionDomain pd = ctx.allocateProtectionDomain();
-            CompletionQueue cq = ctx.createCompletionQueue(64);
+            CompletionQueue cq = ctx.createCompletionQueue(256);
             QueuePair qp = pd.createQueuePair(QueuePairConfig.rc(cq));
             RegisteredBuffer region = server ? pd.allocate(1 << 20, Access.REMOTE_WRITE, Access.REMOTE_READ)
                                              : pd.allocate(1 << 16);

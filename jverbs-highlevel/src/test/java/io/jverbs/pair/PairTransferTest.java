@@ -179,7 +179,7 @@ class PairTransferTest {
         Duration timeout = Duration.ofSeconds(60);
         try (Context ctx = Rdma.open(node.device().name())) {
             ProtectionDomain pd = ctx.allocateProtectionDomain();
-            CompletionQueue cq = ctx.createCompletionQueue(64);
+            CompletionQueue cq = ctx.createCompletionQueue(256);
             QueuePair qp = pd.createQueuePair(QueuePairConfig.rc(cq));
             RegisteredBuffer buf = pd.allocate(8192, Access.REMOTE_WRITE, Access.REMOTE_READ);
             if (!node.isA()) {

@@ -33,7 +33,7 @@ public final class PairVictim {
         Duration timeout = Duration.ofSeconds(120);
         try (Context ctx = Rdma.open(args[0]); ServerSocket listener = new ServerSocket(Integer.parseInt(args[1]))) {
             ProtectionDomain pd = ctx.allocateProtectionDomain();
-            CompletionQueue cq = ctx.createCompletionQueue(64);
+            CompletionQueue cq = ctx.createCompletionQueue(256);
             QueuePairConfig config = QueuePairConfig.rc(cq);
             int gid = Integer.parseInt(args[2]);
             if (gid >= 0) {

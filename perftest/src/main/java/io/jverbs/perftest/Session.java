@@ -127,7 +127,9 @@ final class Session implements AutoCloseable {
      * and -c UD's datagram queue pairs post under their own lock, so both stay shared.
      */
     private CompletionQueue completionQueue(int queuePairs, boolean confined) {
-        int perQp = c.tx + (c.verb == Verb.SEND ? c.rx : 0);
+        // what each queue pair can have outstanding on it: its send and receive depths (a datagram
+        // queue pair has the larger of the two for both)
+        int perQp = c.ud() ? 2 * Math.max(c.tx, c.rx) : c.tx + (c.verb == Verb.SEND ? c.rx : 1);
         return c.events ? context.createCompletionQueueWithEvents(perQp * queuePairs)
                 : confined && !c.ud() ? context.createConfinedCompletionQueue(perQp * queuePairs)
                 : context.createCompletionQueue(perQp * queuePairs);
@@ -164,9 +166,11 @@ final class Session implements AutoCloseable {
 
     /** A data queue pair's configuration on {@link #cq}, from the command line (depths, inline, port, GID, moderation). */
     private QueuePairConfig queuePairConfig() {
+        // C perftest's retry 7 / RNR retry 7 and RNR timer 12, so a Java side behaves as a C side would
         return new QueuePairConfig(cq, cq, c.tx, c.verb == Verb.SEND ? c.rx : 1, inline, c.ibPort,
                 gid != null ? gid.index() : -1, c.cqModResolved, c.qpTimeout, 7, 7, outReads, cq.isConfined(),
-                c.connection.equals("UC") ? QueuePairConfig.Transport.UC : QueuePairConfig.Transport.RC);
+                c.connection.equals("UC") ? QueuePairConfig.Transport.UC : QueuePairConfig.Transport.RC, 12, null,
+                QueuePairConfig.DEFAULT_OPERATION_TIMEOUT);
     }
 
     /**

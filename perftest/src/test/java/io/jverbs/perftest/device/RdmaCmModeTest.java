@@ -253,7 +253,7 @@ class RdmaCmModeTest {
         FakePeer(TestDevice device) {
             ctx = Rdma.open(device.name());
             pd = ctx.allocateProtectionDomain();
-            cq = ctx.createCompletionQueue(8);
+            cq = ctx.createCompletionQueue(32);
             buf = pd.allocate(8192);
             qp = pd.createQueuePair(QueuePairConfig.rc(cq).withDepth(4, 4).withSignalEvery(1));
         }
