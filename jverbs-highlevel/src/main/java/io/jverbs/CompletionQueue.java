@@ -241,7 +241,7 @@ public final class CompletionQueue extends Resource {
             users = attached.clone();
         }
         for (QueueEndpoint qp : users) {
-            qp.failPending(why);
+            qp.failPending(why, this);
         }
     }
 

@@ -40,8 +40,9 @@ abstract sealed class QueueEndpoint extends Resource permits QueuePair, Datagram
      * completions, or the poller serving it ended).
      *
      * @param cause what the futures fail with
+     * @param queue only the futures whose completion {@code queue} takes, or null for all
      */
-    void failPending(Throwable cause) {
+    void failPending(Throwable cause, CompletionQueue queue) {
     }
 
     /** Fails the futures whose deadline passed or that nobody polls for; called by the context's event thread. */

@@ -1006,11 +1006,13 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     @Override
-    void failPending(Throwable cause) {
+    void failPending(Throwable cause, CompletionQueue queue) {
         List<CompletableFuture<?>> fail = new ArrayList<>();
         synchronized (this) {
-            for (CompletableFuture<?> f : pending) {
-                if (f != null && !f.isDone()) {
+            for (int i = 0; i < pending.length; i++) {
+                CompletableFuture<?> f = pending[i];
+                CompletionQueue of = "Receive".equals(pendingWhat[i]) ? config.receiveQueue() : config.sendQueue();
+                if (f != null && !f.isDone() && (queue == null || queue == of)) {
                     fail.add(f); // the slot stays taken: the request may still be in the device
                 }
             }
@@ -1077,7 +1079,7 @@ public final class QueuePair extends QueueEndpoint {
                 // already in error on the device
             }
         }
-        failPending(new IllegalStateException("queue pair " + number + " is in error: asynchronous event " + event));
+        failPending(new IllegalStateException("queue pair " + number + " is in error: asynchronous event " + event), null);
     }
 
     // ---- posting ----

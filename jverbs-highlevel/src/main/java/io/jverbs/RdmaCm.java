@@ -419,7 +419,7 @@ public final class RdmaCm {
      * that the route goes through {@code device}: what a connection and a datagram resolution
      * both do before their request.
      */
-    private static void resolveRoute(Channel channel, MemorySegment id, Arena arena, String host, int port,
+    static void resolveRoute(Channel channel, MemorySegment id, Arena arena, String host, int port,
                                      long deadline, String device) {
         int ms = remainingMs(deadline, "resolve the address of " + host);
         check("rdma_resolve_addr", rdma_cma_h.rdma_resolve_addr(id, MemorySegment.NULL, sockaddr(arena, host, port), ms));
@@ -478,7 +478,7 @@ public final class RdmaCm {
     }
 
     /** rdma_init_qp_attr for the target state, then ibv_modify_qp on jverbs' own queue pair. */
-    private static void moveTo(MemorySegment id, QueuePair qp, int state) {
+    static void moveTo(MemorySegment id, QueuePair qp, int state) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attr = arena.allocate(ibv_qp_attr.LAYOUT);
             MemorySegment mask = arena.allocate(ValueLayout.JAVA_INT);
@@ -502,7 +502,7 @@ public final class RdmaCm {
         }
     }
 
-    private static MemorySegment connParam(Arena arena, QueuePair qp) {
+    static MemorySegment connParam(Arena arena, QueuePair qp) {
         MemorySegment p = arena.allocate(rdma_conn_param.LAYOUT);
         rdma_conn_param.responder_resources(p, (byte) qp.config().maxRdAtomic());
         rdma_conn_param.initiator_depth(p, (byte) qp.config().maxRdAtomic());

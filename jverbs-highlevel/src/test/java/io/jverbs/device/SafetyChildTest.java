@@ -1,0 +1,682 @@
+package io.jverbs.device;
+
+import io.jverbs.Access;
+import io.jverbs.CmConnection;
+import io.jverbs.CompletionFailedException;
+import io.jverbs.CompletionQueue;
+import io.jverbs.Context;
+import io.jverbs.DatagramQueuePair;
+import io.jverbs.HalfOpenCmClient;
+import io.jverbs.IdleStrategy;
+import io.jverbs.Poller;
+import io.jverbs.ProtectionDomain;
+import io.jverbs.QueuePair;
+import io.jverbs.QueuePairConfig;
+import io.jverbs.Rdma;
+import io.jverbs.RdmaCm;
+import io.jverbs.RegisteredBuffer;
+import io.jverbs.RemoteBuffer;
+import io.jverbs.WorkResult;
+import io.jverbs.ibverbs.device.ChildJvm;
+import io.jverbs.ibverbs.device.DeviceTest;
+import io.jverbs.ibverbs.device.TestDevice;
+import io.jverbs.ibverbs.raw.ibv_qp_attr;
+import io.jverbs.ibverbs.raw.ibv_qp_init_attr;
+import io.jverbs.ibverbs.raw.verbs_h;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * A service author's mistakes and a dead or hostile peer, one per child JVM, on a real device:
+ * memory closed under a registration, objects of different parents mixed, closes from handlers,
+ * defaults that must give up, futures that nothing would complete, pollers misused, rdma_cm
+ * handshakes left half-open, remote rights wider than asked. Each child opens a loopback
+ * connection, commits one case and must end with the expected exception or state. A case is
+ * <em>crashed</em> (the JVM died), <em>hung</em> (killed at the deadline) or <em>unchecked</em>
+ * (the mistake went through). Prints
+ * {@code highlevel-safety: N cases, 0 crashed, 0 hung, 0 unchecked, on DEVICE}.
+ */
+@DeviceTest
+class SafetyChildTest {
+    private static final Duration STARTUP = Duration.ofSeconds(120);
+    private static final Duration WORK = Duration.ofSeconds(90);
+    private static final Duration WAIT = Duration.ofSeconds(20);
+    private static final String READY = "safety-ready";
+    private static final String OK = "safety-ok: ";
+    private static final String UNCHECKED = "safety-unchecked: ";
+    private static final String DONE = "safety-done";
+
+    /** The mistake went through: no exception where one was due, or a state that should not be. */
+    static final class Unchecked extends RuntimeException {
+        Unchecked(String what) {
+            super(what);
+        }
+    }
+
+    @FunctionalInterface
+    interface Case {
+        String commit(Loopback lb, TestDevice device) throws Exception;
+    }
+
+    private static final Map<String, Case> CASES = new LinkedHashMap<>();
+
+    /** The case whose rdma_cm id the kernel may hold for minutes after the child is done: it runs last. */
+    private static final String HALF_OPEN = "a client that never completes the rdma_cm handshake";
+
+    static {
+        // ---- registered memory follows its owner ----
+        CASES.put("RDMA Read into a registration whose arena was closed", (lb, d) -> {
+            Arena arena = Arena.ofShared();
+            RegisteredBuffer reg = lb.client.pd.register(arena.allocate(4096, 4096));
+            arena.close();
+            // refused as freed memory, or as a closed registration once the event thread released it
+            return refused(IllegalStateException.class, "registered buffer",
+                    () -> lb.client.qp.read(1, reg, 0, 4096, lb.serverRemote(), 0, true));
+        });
+        CASES.put("post a prepared request whose registration's arena was closed", (lb, d) -> {
+            Arena arena = Arena.ofShared();
+            RegisteredBuffer reg = lb.client.pd.register(arena.allocate(4096, 4096));
+            io.jverbs.PreparedRequest r = lb.client.qp.prepareWrite(reg, 0, 32, lb.serverRemote(), 0);
+            arena.close();
+            return refused(IllegalStateException.class, "registered buffer", () -> lb.client.qp.post(r, 1, true));
+        });
+        CASES.put("a registration whose caller arena closed is released", (lb, d) -> {
+            Arena arena = Arena.ofShared();
+            RegisteredBuffer reg = lb.client.pd.register(arena.allocate(4096, 4096), Access.REMOTE_WRITE);
+            arena.close();
+            long start = System.nanoTime();
+            while (!reg.isClosed() && System.nanoTime() - start < 5_000_000_000L) {
+                Thread.sleep(10);
+            }
+            if (!reg.isClosed()) {
+                throw new Unchecked("the registration is still open 5 s after its arena closed");
+            }
+            return "deregistered " + (System.nanoTime() - start) / 1_000_000 + " ms after the arena closed";
+        });
+        CASES.put("register(arena, segment): the peer's write after the arena closed fails", (lb, d) -> {
+            Arena arena = Arena.ofShared();
+            RegisteredBuffer reg = lb.server.pd.register(arena, arena.allocate(4096, 4096), Access.REMOTE_WRITE);
+            RemoteBuffer stale = reg.remote();
+            arena.close();
+            if (!reg.isClosed()) {
+                throw new Unchecked("the arena closed but its registration is open");
+            }
+            lb.client.startPoller();
+            Throwable t = failureOf(lb.client.qp.writeAsync(lb.client.buffer, 0, 64, stale, 0));
+            return "deregistered with its arena; the peer's write then failed: " + status(t);
+        });
+        CASES.put("a read-only segment with remote write rights", (lb, d) -> refused(IllegalArgumentException.class,
+                "read-only", () -> lb.client.pd.register(Arena.ofAuto().allocate(4096, 4096).asReadOnly(),
+                        Access.REMOTE_WRITE)));
+        CASES.put("a receive or an RDMA Read into a read-only registration", (lb, d) -> {
+            RegisteredBuffer ro = lb.client.pd.register(Arena.ofAuto().allocate(4096, 4096).asReadOnly(),
+                    Access.REMOTE_READ);
+            String receive = refused(IllegalArgumentException.class, "read-only",
+                    () -> lb.client.qp.receive(1, ro, 0, 64));
+            String read = refused(IllegalArgumentException.class, "read-only",
+                    () -> lb.client.qp.read(2, ro, 0, 64, lb.serverRemote(), 0, true));
+            return receive + "; " + read;
+        });
+
+        // ---- parents are checked ----
+        CASES.put("a queue pair on a completion queue of another context", (lb, d) -> refused(
+                IllegalArgumentException.class, "same Context",
+                () -> lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(4, 4))));
+        CASES.put("a datagram queue pair on a completion queue of another context", (lb, d) -> refused(
+                IllegalArgumentException.class, "same Context",
+                () -> DatagramQueuePair.create(lb.client.pd, lb.server.cq, 4, DatagramQueuePair.DEFAULT_QKEY, -1)));
+        CASES.put("a 64-byte write from a buffer of another protection domain", (lb, d) -> {
+            RegisteredBuffer other = lb.client.context.allocateProtectionDomain().allocate(4096);
+            return refused(IllegalArgumentException.class, "protection domain",
+                    () -> lb.client.qp.write(1, other, 0, 64, lb.serverRemote(), 0, true));
+        });
+        CASES.put("a 4 KiB write from a buffer of another protection domain", (lb, d) -> {
+            RegisteredBuffer other = lb.client.context.allocateProtectionDomain().allocate(4096);
+            return refused(IllegalArgumentException.class, "protection domain",
+                    () -> lb.client.qp.writeAsync(other, 0, 4096, lb.serverRemote(), 0));
+        });
+        CASES.put("a receive into a buffer of another protection domain", (lb, d) -> {
+            RegisteredBuffer other = lb.client.context.allocateProtectionDomain().allocate(4096);
+            return refused(IllegalArgumentException.class, "protection domain",
+                    () -> lb.client.qp.receive(1, other, 0, 64));
+        });
+        CASES.put("a batch filled from a buffer of another protection domain", (lb, d) -> {
+            RegisteredBuffer other = lb.client.context.allocateProtectionDomain().allocate(4096);
+            io.jverbs.WorkBatch batch = lb.client.qp.newBatch(2);
+            return refused(IllegalArgumentException.class, "protection domain",
+                    () -> batch.write(1, other, 0, 64, lb.serverRemote(), 0, true));
+        });
+        CASES.put("a datagram send from a buffer of another protection domain", (lb, d) -> {
+            DatagramQueuePair ud = DatagramQueuePair.create(lb.client.pd, lb.client.cq, 4,
+                    DatagramQueuePair.DEFAULT_QKEY, -1);
+            DatagramQueuePair.Destination self = ud.destination(ud.address());
+            RegisteredBuffer other = lb.client.context.allocateProtectionDomain().allocate(4096);
+            return refused(IllegalArgumentException.class, "protection domain", () -> ud.send(1, self, other, 0, 8));
+        });
+        CASES.put("a completion queue smaller than its queue pair's depths", (lb, d) -> {
+            CompletionQueue small = lb.client.context.createCompletionQueue(4);
+            return refused(IllegalArgumentException.class, "overruns",
+                    () -> lb.client.pd.createQueuePair(config(QueuePairConfig.rc(small), d).withDepth(64, 64)));
+        });
+
+        // ---- closes from anywhere ----
+        CASES.put("close the context from inside a completion handler", (lb, d) -> {
+            CompletionQueue cq = lb.client.cq;
+            Context ctx = lb.client.context;
+            if (lb.client.qp.write(11, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true) != QueuePair.OK) {
+                throw new AssertionError("the write was not accepted");
+            }
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (!ctx.isClosed()) {
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("the write did not complete");
+                }
+                cq.poll(c -> ctx.close(), 16); // must return normally: the device closes after the queue
+            }
+            if (!cq.isClosed() || !lb.client.qp.isClosed() || !lb.client.buffer.isClosed()) {
+                throw new Unchecked("the context closed but not its tree");
+            }
+            return "the poll returned normally; then " + refused(IllegalStateException.class, "closed",
+                    () -> cq.poll(null, 1));
+        });
+        CASES.put("close a Poller from its own handler", (lb, d) -> {
+            Poller[] poller = new Poller[1];
+            CountDownLatch closed = new CountDownLatch(1);
+            poller[0] = Poller.start(c -> {
+                poller[0].close();
+                closed.countDown();
+            }, IdleStrategy.backoff(), lb.client.cq);
+            lb.client.qp.write(5, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true);
+            if (!closed.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                throw new AssertionError("the handler did not run or its close did not return");
+            }
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (poller[0].isRunning() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            if (poller[0].isRunning() || lb.client.cq.handlerFailures() != 0) {
+                throw new Unchecked("running " + poller[0].isRunning() + ", handler failures "
+                        + lb.client.cq.handlerFailures());
+            }
+            return "stopped after that round, no handler failure";
+        });
+
+        // ---- defaults that give up ----
+        CASES.put("a write to a dead endpoint with the default retries", (lb, d) -> {
+            QueuePairConfig defaults = QueuePairConfig.rc(lb.client.cq);
+            if (defaults.retryCount() > 6 || defaults.rnrRetry() > 6) {
+                throw new Unchecked("defaults retry " + defaults.retryCount() + ", RNR " + defaults.rnrRetry());
+            }
+            QueuePair gone = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(4, 4));
+            QueuePair qp = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(4, 4));
+            qp.connect(gone.localEndpoint());
+            gone.close();
+            lb.client.startPoller();
+            long start = System.nanoTime();
+            Throwable t = failureOf(qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0));
+            requireStatus(t, "RETRY_EXC_ERR");
+            return "RETRY_EXC_ERR after " + (System.nanoTime() - start) / 1_000_000 + " ms";
+        });
+        CASES.put("a send with no receive posted, default RNR retries", (lb, d) -> {
+            lb.client.startPoller();
+            long start = System.nanoTime();
+            Throwable t = failureOf(lb.client.qp.sendAsync(lb.client.buffer, 0, 64));
+            requireStatus(t, "RNR_RETRY_EXC_ERR");
+            return "RNR_RETRY_EXC_ERR after " + (System.nanoTime() - start) / 1_000_000 + " ms";
+        });
+        CASES.put("queue pair attributes: ranges and a with method for each", (lb, d) -> {
+            CompletionQueue cq = lb.client.cq;
+            String retry = refused(IllegalArgumentException.class, "retryCount",
+                    () -> QueuePairConfig.rc(cq).withRetry(14, 8));
+            String timeout = refused(IllegalArgumentException.class, "operationTimeout",
+                    () -> QueuePairConfig.rc(cq).withOperationTimeout(Duration.ZERO));
+            String uc = refused(IllegalArgumentException.class, "UC",
+                    () -> QueuePairConfig.uc(cq).withRemoteAccess(Access.REMOTE_READ));
+            QueuePairConfig c = QueuePairConfig.rc(cq).withRnrRetry(3, 20).withMaxRdAtomic(16).withPort(1)
+                    .withOperationTimeout(Duration.ofSeconds(2)).withRemoteAccess(Access.REMOTE_READ);
+            if (c.rnrRetry() != 3 || c.minRnrTimer() != 20 || c.maxRdAtomic() != 16
+                    || !c.remoteAccess().equals(java.util.Set.of(Access.REMOTE_READ))) {
+                throw new AssertionError("the with methods did not apply: " + c);
+            }
+            return retry + "; " + timeout + "; " + uc;
+        });
+
+        CASES.put("a completion queue overrun errors the queue pairs on it and fails their futures", (lb, d) -> {
+            // jverbs' own queue pairs cannot overrun a queue (their depths are checked against it):
+            // a raw queue pair of the thin layer on the same queue does it, 16 completions into 7 entries
+            CompletionQueue small = lb.client.context.createCompletionQueue(4);
+            QueuePair victim = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(small), d).withDepth(1, 1));
+            QueuePair far = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(4, 4));
+            victim.connect(far.localEndpoint());
+            far.connect(victim.localEndpoint());
+            CompletableFuture<WorkResult> pending = victim.receiveAsync(lb.client.buffer, 0, 64);
+            MemorySegment raw = rawLoopbackQp(lb, small, victim.gid());
+            try (Arena a = Arena.ofConfined()) {
+                io.jverbs.ibverbs.device.Mr mr = new io.jverbs.ibverbs.device.Mr(lb.client.buffer.segment(),
+                        lb.client.buffer.handle());
+                for (int i = 0; i < 16; i++) {
+                    MemorySegment wr = io.jverbs.ibverbs.device.WorkRequests.send(a, i, verbs_h.IBV_WR_RDMA_WRITE, mr,
+                            1024, 8);
+                    io.jverbs.ibverbs.device.WorkRequests.rdma(wr, lb.client.buffer.address() + 2048,
+                            lb.client.buffer.rkey());
+                    io.jverbs.ibverbs.device.WorkRequests.postSend(raw, wr);
+                }
+                Throwable t = failureOf(pending);
+                if (victim.state() != QueuePair.State.ERROR || !String.valueOf(victim.error()).contains("asynchronous")) {
+                    throw new Unchecked("the queue pair on the overrun queue is " + victim.state() + " (" + victim.error()
+                            + "); its future failed with " + t);
+                }
+                return victim.error() + "; its future: " + t.getMessage();
+            } finally {
+                verbs_h.ibv_destroy_qp(raw);
+            }
+        });
+
+        // ---- futures end ----
+        CASES.put("a future on a completion queue nobody polls", (lb, d) -> {
+            Throwable t = failureOf(lb.client.qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0));
+            if (!(t instanceof IllegalStateException) || !t.getMessage().contains("Poller")) {
+                throw new Unchecked("expected an IllegalStateException naming Poller, got " + t);
+            }
+            return t.getMessage();
+        });
+        CASES.put("join on the poller thread inside a future's callback", (lb, d) -> {
+            lb.client.startPoller();
+            CompletableFuture<WorkResult> arrives = lb.client.qp.receiveAsync(lb.client.buffer, 2048, 64);
+            CompletableFuture<WorkResult> nested = arrives.thenApply(r ->
+                    lb.client.qp.writeAsync(lb.client.buffer, 0, 8, lb.serverRemote(), 0).join());
+            lb.server.qp.send(1, lb.server.buffer, 0, 8, true); // completes `arrives` on the poller thread
+            Throwable t = failureOf(nested);
+            if (!(t instanceof IllegalStateException) || !t.getMessage().contains("forever")) {
+                throw new Unchecked("expected the join to be refused, got " + t);
+            }
+            return t.getMessage();
+        });
+        CASES.put("wait on a future inside a handler of the caller's own poll", (lb, d) -> {
+            CompletableFuture<WorkResult> pending = lb.client.qp.receiveAsync(lb.client.buffer, 1024, 64);
+            lb.client.qp.write(5, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true);
+            String[] seen = {null};
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (seen[0] == null && System.nanoTime() < deadline) {
+                lb.client.cq.poll(c -> {
+                    try {
+                        pending.get(1, TimeUnit.SECONDS);
+                        seen[0] = "returned";
+                    } catch (IllegalStateException e) {
+                        seen[0] = e.getMessage();
+                    } catch (Exception e) {
+                        seen[0] = "waited and then: " + e;
+                    }
+                }, 16);
+            }
+            if (seen[0] == null || !seen[0].contains("forever")) {
+                throw new Unchecked("the wait inside the handler was not refused: " + seen[0]);
+            }
+            return seen[0];
+        });
+        CASES.put("a Poller that dies fails the futures it served", (lb, d) -> {
+            AtomicBoolean armed = new AtomicBoolean();
+            Poller poller = Poller.start(null, work -> {
+                if (armed.get()) {
+                    throw new IllegalStateException("the idle strategy failed");
+                }
+            }, lb.client.cq);
+            CompletableFuture<WorkResult> f = lb.client.qp.receiveAsync(lb.client.buffer, 0, 64);
+            armed.set(true);
+            Throwable t = failureOf(f);
+            if (!(t instanceof IllegalStateException) || poller.failure() == null) {
+                throw new Unchecked("future: " + t + ", poller failure: " + poller.failure());
+            }
+            return t.getMessage();
+        });
+        CASES.put("closing a Poller fails the futures it served", (lb, d) -> {
+            Poller poller = Poller.start(null, IdleStrategy.backoff(), lb.client.cq);
+            CompletableFuture<WorkResult> f = lb.client.qp.receiveAsync(lb.client.buffer, 0, 64);
+            poller.close();
+            Throwable t = failureOf(f);
+            if (!(t instanceof IllegalStateException)) {
+                throw new Unchecked("expected an IllegalStateException, got " + t);
+            }
+            return t.getMessage();
+        });
+
+        // ---- pollers ----
+        CASES.put("two Pollers on one completion queue", (lb, d) -> {
+            try (Poller first = Poller.start(null, IdleStrategy.backoff(), lb.client.cq)) {
+                return refused(IllegalArgumentException.class, "already served",
+                        () -> Poller.start(null, IdleStrategy.backoff(), lb.client.cq));
+            }
+        });
+        CASES.put("a Poller on a closed completion queue", (lb, d) -> {
+            CompletionQueue extra = lb.client.context.createCompletionQueue(16);
+            extra.close();
+            return refused(IllegalArgumentException.class, "closed",
+                    () -> Poller.start(null, IdleStrategy.backoff(), extra));
+        });
+        CASES.put("a Poller on no completion queue", (lb, d) -> refused(IllegalArgumentException.class,
+                "at least one", () -> Poller.start(null, IdleStrategy.backoff())));
+        CASES.put("one of a Poller's queues closes, the other is still served", (lb, d) -> {
+            CompletionQueue extra = lb.client.context.createCompletionQueue(16);
+            try (Poller poller = Poller.start(null, IdleStrategy.backoff(), lb.client.cq, extra)) {
+                extra.close();
+                Thread.sleep(300);
+                WorkResult r = lb.client.qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0)
+                        .get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                if (!poller.isRunning() || poller.failure() != null) {
+                    throw new Unchecked("the poller stopped with " + poller.failure());
+                }
+                return "a write completed through the poller after the other queue closed: " + r.byteLength() + " B";
+            }
+        });
+
+        // ---- rdma_cm ----
+        CASES.put("closing a Context closes its rdma_cm connections", (lb, d) -> {
+            try (Context serverCtx = Rdma.open(d.name()); Context clientCtx = Rdma.open(d.name());
+                 RdmaCm.Listener listener = RdmaCm.listen(d.ip(), 0)) {
+                QueuePair sqp = serverCtx.allocateProtectionDomain().createQueuePair(
+                        QueuePairConfig.rc(serverCtx.createCompletionQueue(64)).withDepth(8, 8));
+                QueuePair cqp = clientCtx.allocateProtectionDomain().createQueuePair(
+                        QueuePairConfig.rc(clientCtx.createCompletionQueue(64)).withDepth(8, 8));
+                CompletableFuture<CmConnection> accepted = CompletableFuture.supplyAsync(() -> listener.accept(sqp, WAIT));
+                CmConnection client = RdmaCm.connect(cqp, d.ip(), listener.port(), WAIT);
+                CmConnection server = accepted.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                clientCtx.close();
+                if (!cqp.isClosed()) {
+                    throw new Unchecked("the queue pair outlived its context");
+                }
+                if (!server.awaitDisconnect(WAIT)) {
+                    throw new Unchecked("the peer never heard a disconnect after the client's context closed");
+                }
+                client.close(); // a no-op now
+                return "the peer saw the disconnect; " + client.remoteAddress();
+            }
+        });
+        CASES.put("closing a listener while an accept waits", (lb, d) -> {
+            QueuePair qp = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(8, 8));
+            RdmaCm.Listener listener = RdmaCm.listen(d.ip(), 0);
+            CompletableFuture<CmConnection> accept = CompletableFuture.supplyAsync(
+                    () -> listener.accept(qp, Duration.ofSeconds(60)));
+            Thread.sleep(300);
+            long start = System.nanoTime();
+            listener.close();
+            long closeMs = (System.nanoTime() - start) / 1_000_000;
+            Throwable t = failureOf(accept);
+            long endMs = (System.nanoTime() - start) / 1_000_000;
+            if (!(t instanceof IllegalStateException) || closeMs > 1000 || endMs > 3000) {
+                throw new Unchecked("close took " + closeMs + " ms, the accept ended after " + endMs + " ms with " + t);
+            }
+            return "close returned in " + closeMs + " ms, the accept ended in " + endMs + " ms: " + t.getMessage();
+        });
+
+        // ---- remote rights ----
+        CASES.put("a queue pair granting no remote rights refuses the peer's write", (lb, d) -> {
+            QueuePair locked = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(8, 8)
+                    .withRemoteAccess());
+            QueuePair writer = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(8, 8));
+            locked.connect(writer.localEndpoint());
+            writer.connect(locked.localEndpoint());
+            lb.client.startPoller();
+            Throwable t = failureOf(writer.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0));
+            return "the write into a writable buffer through that queue pair failed: " + status(t);
+        });
+        CASES.put("a domain's queue pairs grant what its buffers grant, widened later", (lb, d) -> {
+            try (Context ctx = Rdma.open(d.name())) {
+                ProtectionDomain pd = ctx.allocateProtectionDomain();
+                RegisteredBuffer local = pd.allocate(4096);
+                QueuePair qp = pd.createQueuePair(config(QueuePairConfig.rc(ctx.createCompletionQueue(64)), d)
+                        .withDepth(8, 8));
+                QueuePair peer = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(8, 8));
+                qp.connect(peer.localEndpoint());
+                peer.connect(qp.localEndpoint());
+                int before = accessFlags(qp);
+                if ((before & (verbs_h.IBV_ACCESS_REMOTE_WRITE | verbs_h.IBV_ACCESS_REMOTE_READ
+                        | verbs_h.IBV_ACCESS_REMOTE_ATOMIC)) != 0) {
+                    throw new Unchecked("a domain with local buffers only gives the queue pair access flags 0x"
+                            + Integer.toHexString(before));
+                }
+                RegisteredBuffer open = pd.allocate(4096, Access.REMOTE_WRITE);
+                int after = accessFlags(qp);
+                if ((after & verbs_h.IBV_ACCESS_REMOTE_WRITE) == 0 || (after & verbs_h.IBV_ACCESS_REMOTE_READ) != 0) {
+                    throw new AssertionError("after a REMOTE_WRITE buffer the flags are 0x" + Integer.toHexString(after));
+                }
+                lb.client.startPoller();
+                peer.writeAsync(lb.client.buffer, 0, 64, open.remote(), 0).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                local.close();
+                return "access flags 0x" + Integer.toHexString(before) + " with local buffers, 0x"
+                        + Integer.toHexString(after) + " once a REMOTE_WRITE buffer was registered; the peer's write landed";
+            }
+        });
+
+        // last: the kernel may hold the listener's id of a half-open handshake (and so this child's exit)
+        CASES.put(HALF_OPEN, (lb, d) -> {
+            Duration acceptTimeout = Duration.ofSeconds(5);
+            try (Context serverCtx = Rdma.open(d.name()); Context clientCtx = Rdma.open(d.name());
+                 RdmaCm.Listener listener = RdmaCm.listen(d.ip(), 0)) {
+                ProtectionDomain spd = serverCtx.allocateProtectionDomain();
+                QueuePair sqp = spd.createQueuePair(QueuePairConfig.rc(serverCtx.createCompletionQueue(64)).withDepth(8, 8));
+                RegisteredBuffer target = spd.allocate(4096, Access.REMOTE_WRITE);
+                RemoteBuffer remote = target.remote();
+                ProtectionDomain cpd = clientCtx.allocateProtectionDomain();
+                CompletionQueue ccq = clientCtx.createCompletionQueue(64);
+                QueuePair cqp = cpd.createQueuePair(QueuePairConfig.rc(ccq).withDepth(8, 8));
+                RegisteredBuffer source = cpd.allocate(4096);
+                long start = System.nanoTime();
+                CompletableFuture<CmConnection> accepted = CompletableFuture.supplyAsync(
+                        () -> listener.accept(sqp, acceptTimeout));
+                try (HalfOpenCmClient hostile = HalfOpenCmClient.connect(cqp, d.ip(), listener.port(), WAIT)) {
+                    Throwable refusal;
+                    try {
+                        accepted.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                        throw new Unchecked("accept returned a connection without the handshake's last step");
+                    } catch (ExecutionException e) {
+                        refusal = e.getCause();
+                    } catch (TimeoutException e) {
+                        throw new Unchecked("accept did not return within " + WAIT.toSeconds() + " s");
+                    }
+                    long acceptMs = (System.nanoTime() - start) / 1_000_000;
+                    if (acceptMs > acceptTimeout.toMillis() + 3000) {
+                        throw new Unchecked("accept returned after " + acceptMs + " ms, its timeout was "
+                                + acceptTimeout.toMillis() + " ms");
+                    }
+                    int deviceState = sqp.deviceState();
+                    if (deviceState != verbs_h.IBV_QPS_RESET) {
+                        throw new Unchecked("the listener's queue pair is left in device state " + deviceState);
+                    }
+                    try (Poller poller = Poller.start(null, IdleStrategy.backoff(), ccq)) {
+                        Throwable write = failureOf(cqp.writeAsync(source, 0, 64, remote, 0));
+                        return "accept ended in " + acceptMs + " ms (" + refusal.getClass().getSimpleName()
+                                + "), its queue pair reset; the peer's write then failed: " + status(write);
+                    }
+                }
+            }
+        });
+    }
+
+    /** A thin-layer RC queue pair on {@code cq}, connected to itself, that may RDMA Write into the client's buffer. */
+    private static MemorySegment rawLoopbackQp(Loopback lb, CompletionQueue cq, io.jverbs.Gid gid) {
+        MemorySegment qp;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(ibv_qp_init_attr.LAYOUT);
+            ibv_qp_init_attr.send_cq(attr, cq.handle());
+            ibv_qp_init_attr.recv_cq(attr, cq.handle());
+            MemorySegment cap = ibv_qp_init_attr.cap(attr);
+            io.jverbs.ibverbs.raw.ibv_qp_cap.max_send_wr(cap, 32);
+            io.jverbs.ibverbs.raw.ibv_qp_cap.max_recv_wr(cap, 1);
+            io.jverbs.ibverbs.raw.ibv_qp_cap.max_send_sge(cap, 1);
+            io.jverbs.ibverbs.raw.ibv_qp_cap.max_recv_sge(cap, 1);
+            ibv_qp_init_attr.qp_type(attr, verbs_h.IBV_QPT_RC);
+            qp = verbs_h.ibv_create_qp(lb.client.pd.handle(), attr);
+        }
+        if (qp.address() == 0) {
+            throw new AssertionError("ibv_create_qp of the raw queue pair failed");
+        }
+        qp = qp.reinterpret(io.jverbs.ibverbs.raw.ibv_qp.sizeof());
+        int qpn = io.jverbs.ibverbs.device.QueuePairs.qpn(qp);
+        io.jverbs.ibverbs.device.QueuePairs.rcToInit(qp, 1, verbs_h.IBV_ACCESS_LOCAL_WRITE | verbs_h.IBV_ACCESS_REMOTE_WRITE);
+        io.jverbs.ibverbs.device.QueuePairs.rcToRtr(qp, 1, verbs_h.IBV_MTU_1024, qpn, 0, gid.bytes(), gid.index());
+        io.jverbs.ibverbs.device.QueuePairs.rcToRts(qp, 0);
+        return qp;
+    }
+
+    private static QueuePairConfig config(QueuePairConfig c, TestDevice device) {
+        return device.gidIndexEnv() >= 0 ? c.withGidIndex(device.gidIndexEnv()) : c;
+    }
+
+    /** The queue pair's access flags as the device has them ({@code ibv_query_qp}). */
+    private static int accessFlags(QueuePair qp) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(ibv_qp_attr.LAYOUT);
+            MemorySegment init = a.allocate(ibv_qp_init_attr.LAYOUT);
+            int rc = verbs_h.ibv_query_qp(qp.handle(), attr, verbs_h.IBV_QP_ACCESS_FLAGS, init);
+            if (rc != 0) {
+                throw new AssertionError("ibv_query_qp: " + rc);
+            }
+            return ibv_qp_attr.qp_access_flags(attr);
+        }
+    }
+
+    /** Asserts that {@code call} throws {@code type} naming {@code part}; the mistake went through when it does not throw. */
+    private static String refused(Class<? extends Throwable> type, String part,
+                                  org.junit.jupiter.api.function.Executable call) {
+        try {
+            call.execute();
+        } catch (Throwable t) {
+            if (!type.isInstance(t) || !String.valueOf(t.getMessage()).contains(part)) {
+                throw new AssertionError("expected " + type.getSimpleName() + " naming '" + part + "', got " + t, t);
+            }
+            return type.getSimpleName() + ": " + t.getMessage();
+        }
+        throw new Unchecked("no exception: the call went through");
+    }
+
+    /** Waits for {@code f} to fail; its cause. A normal completion is unchecked; no end within the wait is a hang. */
+    private static Throwable failureOf(CompletableFuture<?> f) throws InterruptedException {
+        try {
+            Object r = f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            throw new Unchecked("completed normally: " + r);
+        } catch (ExecutionException e) {
+            Throwable t = e.getCause();
+            return t instanceof java.util.concurrent.CompletionException && t.getCause() != null ? t.getCause() : t;
+        } catch (TimeoutException e) {
+            throw new AssertionError("no end within " + WAIT.toSeconds() + " s");
+        }
+    }
+
+    private static String status(Throwable t) {
+        return t instanceof CompletionFailedException cf ? cf.statusName() : String.valueOf(t);
+    }
+
+    private static void requireStatus(Throwable t, String status) {
+        if (!(t instanceof CompletionFailedException cf) || !cf.statusName().equals(status)) {
+            throw new Unchecked("expected " + status + ", got " + t);
+        }
+    }
+
+    @Test
+    void eachCaseInItsOwnJvm(TestDevice device) throws Exception {
+        List<String> crashed = new ArrayList<>();
+        List<String> hung = new ArrayList<>();
+        List<String> unchecked = new ArrayList<>();
+        List<String> failed = new ArrayList<>();
+        String released = "";
+        for (String name : CASES.keySet()) {
+            List<String> command = ChildJvm.command(Child.class, List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"),
+                    List.of(name));
+            boolean halfOpen = name.equals(HALF_OPEN);
+            io.jverbs.ibverbs.device.RdmaResourceCounts before = halfOpen
+                    ? io.jverbs.ibverbs.device.RdmaResourceCounts.read(device.name()) : null;
+            ChildJvm.Result r = ChildJvm.run(command, READY, STARTUP, halfOpen ? Duration.ofSeconds(45) : WORK);
+            if (halfOpen) {
+                released = waitForBaseline(device, before, name, failed);
+            }
+            boolean done = !r.last(DONE).equals("(none)");
+            if (r.exitCode() == 134 || r.exitCode() == 139 || !r.linesWith("hs_err").isEmpty()
+                    || !r.linesWith("SIGSEGV").isEmpty()) {
+                crashed.add(name + " (exit " + r.exitCode() + ")");
+            } else if (!r.last(UNCHECKED + name).equals("(none)")) {
+                unchecked.add(name + ": " + r.last(UNCHECKED + name));
+            } else if (r.timedOutIn() != null && !done) {
+                hung.add(name + " (killed in " + r.timedOutIn() + "): " + tail(r));
+            } else if (r.last(OK + name).equals("(none)") || !done) {
+                failed.add(name + ": exit " + r.exitCode() + ", " + tail(r));
+            }
+        }
+        String summary = "highlevel-safety: " + CASES.size() + " cases, " + crashed.size() + " crashed, " + hung.size()
+                + " hung, " + unchecked.size() + " unchecked, on " + device.name() + " (one child JVM each)" + released;
+        System.out.println(summary);
+        if (!crashed.isEmpty() || !hung.isEmpty() || !unchecked.isEmpty() || !failed.isEmpty()) {
+            fail(summary + "\ncrashed: " + crashed + "\nhung: " + hung + "\nunchecked: " + unchecked + "\nfailed: "
+                    + String.join("\n  ", failed));
+        }
+    }
+
+    /**
+     * After the half-open case: the device's objects back to what they were before it. The kernel
+     * may hold the listener's rdma_cm id of the half-open handshake, and with it the child's exit,
+     * for a while (its reply's retries); this waits up to 4 minutes for the kernel to let go.
+     */
+    private static String waitForBaseline(TestDevice device, io.jverbs.ibverbs.device.RdmaResourceCounts before,
+                                          String name, List<String> failed) throws Exception {
+        long start = System.nanoTime();
+        String diff = "";
+        while (System.nanoTime() - start < 240_000_000_000L) {
+            diff = io.jverbs.ibverbs.device.RdmaResourceCounts.read(device.name()).differenceFrom(before);
+            if (diff.isEmpty()) {
+                return "; after the half-open handshake the device's objects were back to their count in "
+                        + (System.nanoTime() - start) / 1_000_000_000L + " s";
+            }
+            Thread.sleep(1000);
+        }
+        failed.add(name + ": the device's objects still differ 240 s after the case: " + diff);
+        return "";
+    }
+
+    private static String tail(ChildJvm.Result r) {
+        List<String> out = r.output();
+        return String.join(" | ", out.subList(Math.max(0, out.size() - 6), out.size()));
+    }
+
+    /** The child: one loopback connection on the environment's device, one case, exit 0 when it ended as expected. */
+    static final class Child {
+        public static void main(String[] args) throws Exception {
+            Case c = CASES.get(args[0]);
+            if (c == null) {
+                System.out.println("safety-failed: no such case " + args[0]);
+                System.exit(2);
+            }
+            TestDevice device = TestDevice.fromEnvironment();
+            int status = 0;
+            try (Loopback lb = new Loopback(device, 4096)) {
+                System.out.println(READY + " on " + device.name());
+                try {
+                    System.out.println(OK + args[0] + ": " + c.commit(lb, device));
+                } catch (Unchecked u) {
+                    System.out.println(UNCHECKED + args[0] + ": " + u.getMessage());
+                    status = 1;
+                } catch (Throwable t) {
+                    System.out.println("safety-failed: " + args[0] + ": " + t);
+                    t.printStackTrace(System.out);
+                    status = 1;
+                }
+            }
+            System.out.println(DONE);
+            System.out.flush();
+            System.exit(status);
+        }
+    }
+}
