@@ -609,7 +609,7 @@ public final class Compare {
         }
         List<String> verdicts = verdicts(rows);
         if (!verdicts.isEmpty()) {
-            System.out.println("targets (issue 8's acceptance; \"within the interval\": the target lies inside the ratio's 95% interval):");
+            System.out.println("targets (\"within the interval\": the target lies inside the ratio's 95% interval):");
             verdicts.forEach(v -> System.out.println("  " + v));
         }
         System.out.flush();

@@ -213,7 +213,7 @@ final class Session implements AutoCloseable {
     }
 
     /**
-     * Two twins of this session connected to each other on the same device, for the warm-up: the
+     * Two twins of the session connected to each other on the same device, for the warm-up: the
      * measured loops run on them exactly as on the real queue pairs, and nothing reaches the peer.
      * Close both when done; the session itself stays open.
      *

@@ -18,7 +18,7 @@ class CalibrationDetectorTest {
 
     @Test
     void bandwidthRowOfZerosAfterTheWarningIsACalibrationFailure() {
-        // stop 26's CI: ib_write_bw across the two-node rig exited 0 with this row
+        // seen in CI: ib_write_bw across the two-node rig exited 0 with this row
         String out = WARN + BW_HEADER + " 65536      400              0.00               0.00   \t\t   0.000000\n";
         assertTrue(Perf.clockCalibrationFailed(out));
     }

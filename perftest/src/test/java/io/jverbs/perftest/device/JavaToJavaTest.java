@@ -169,7 +169,7 @@ class JavaToJavaTest {
     /**
      * What the measured loops allocate: the JSON's allocated_bytes (ThreadMXBean around the loop)
      * of a first, a second and a third run in this JVM, printed for the report; the third must be
-     * 0 bytes, the issue's acceptance (the loops allocate nothing themselves, and each run's
+     * 0 bytes (the loops allocate nothing themselves, and each run's
      * warm-up takes the FFM linkage below them out of the clock). Each run's warm-up must have run
      * ({@code --alloc_report} prints its batches), {@code -c UD}'s on datagram twins included.
      */

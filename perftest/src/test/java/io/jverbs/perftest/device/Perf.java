@@ -141,7 +141,7 @@ final class Perf {
      * Whether C perftest's clock calibration failed under emulation. Its cycles-per-µs estimate
      * is then 0, and the tool either aborts before its table or goes on, exits 0 and prints a
      * row computed with it: {@code inf} for every latency (seen with ib_write_lat -R) or
-     * {@code 0.00} for every bandwidth (seen with ib_write_bw across the two-node rig, stop 26's
+     * {@code 0.00} for every bandwidth (seen with ib_write_bw across the two-node rig in
      * CI). Either way the run says nothing about jverbs: retry it.
      *
      * @param output the C tool's output
