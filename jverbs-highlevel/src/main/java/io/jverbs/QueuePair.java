@@ -264,6 +264,7 @@ public final class QueuePair extends QueueEndpoint {
             if (config.receiveQueue() != config.sendQueue()) {
                 config.receiveQueue().attach(pair);
             }
+            pair.toInit();
             pair.adoptedByParent();
         } catch (RuntimeException e) {
             if (pair != null) {
@@ -402,12 +403,7 @@ public final class QueuePair extends QueueEndpoint {
         }
         boolean rc = config.transport() == QueuePairConfig.Transport.RC;
         try {
-            modify(attr -> {
-                ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_INIT);
-                ibv_qp_attr.pkey_index(attr, (short) 0);
-                ibv_qp_attr.port_num(attr, (byte) config.port());
-                ibv_qp_attr.qp_access_flags(attr, connectAccessFlags());
-            }, verbs_h.IBV_QP_STATE | verbs_h.IBV_QP_PKEY_INDEX | verbs_h.IBV_QP_PORT | verbs_h.IBV_QP_ACCESS_FLAGS);
+            toInit(); // INIT to INIT: the rights of the domain's buffers as they are now
             modify(attr -> {
                 ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RTR);
                 ibv_qp_attr.path_mtu(attr, Math.min(port.activeMtu(), remote.mtu()));
@@ -440,7 +436,7 @@ public final class QueuePair extends QueueEndpoint {
                           | verbs_h.IBV_QP_MAX_QP_RD_ATOMIC : 0));
         } catch (RuntimeException e) {
             try {
-                modify(attr -> ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RESET), verbs_h.IBV_QP_STATE);
+                resetToInit("the connect failed: " + e.getMessage());
             } catch (RuntimeException suppressed) {
                 e.addSuppressed(suppressed);
             }
@@ -448,6 +444,32 @@ public final class QueuePair extends QueueEndpoint {
         }
         state = State.CONNECTED;
         syncAccess();
+    }
+
+    /**
+     * RESET (or INIT) to INIT: where a queue pair takes receives. A prepared queue pair is in
+     * INIT on the device from its creation, so receives can be posted before it connects.
+     */
+    synchronized void toInit() {
+        modify(attr -> {
+            ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_INIT);
+            ibv_qp_attr.pkey_index(attr, (short) 0);
+            ibv_qp_attr.port_num(attr, (byte) config.port());
+            ibv_qp_attr.qp_access_flags(attr, connectAccessFlags());
+        }, verbs_h.IBV_QP_STATE | verbs_h.IBV_QP_PKEY_INDEX | verbs_h.IBV_QP_PORT | verbs_h.IBV_QP_ACCESS_FLAGS);
+    }
+
+    /**
+     * A connect that failed after the device moved the queue pair on: RESET, so that it answers
+     * no peer, then INIT again, prepared for another connect. Receives posted before are gone
+     * (RESET drops them without completions): their futures fail and the receive queue is empty.
+     */
+    private void resetToInit(String why) {
+        modify(attr -> ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RESET), verbs_h.IBV_QP_STATE);
+        RECV_DONE.setRelease(this, recvCount);
+        failPending(new IllegalStateException("queue pair " + number + " was reset, its receives dropped: " + why),
+                config.receiveQueue());
+        toInit();
     }
 
     /**
@@ -506,7 +528,7 @@ public final class QueuePair extends QueueEndpoint {
             return;
         }
         try {
-            modify(attr -> ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RESET), verbs_h.IBV_QP_STATE);
+            resetToInit("the rdma_cm handshake failed");
         } catch (RuntimeException ignored) {
             // a queue pair the device cannot reset is closed by its owner; nothing more to do here
         }
@@ -711,15 +733,17 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     /**
-     * Posts a receive for the peer's next Send (or Write with immediate).
+     * Posts a receive for the peer's next Send (or Write with immediate). Allowed on a prepared
+     * queue pair too (it is in INIT on the device): post the receives before connecting, and the
+     * peer's first Send never meets an empty receive queue.
      *
      * @param wrId        the caller's id
      * @param local       where the message lands
      * @param localOffset offset in {@code local}
      * @param length      room for the message
      * @return {@link #OK} or {@link #RECEIVE_QUEUE_FULL}
-     * @throws IllegalStateException     when not connected, in error, or closed (a peer that sends before the
-     *                                   receive is posted is retried by the device: receiver-not-ready retry)
+     * @throws IllegalStateException     when in error or closed (a peer that sends before the receive is
+     *                                   posted is retried by the device: receiver-not-ready retry)
      * @throws WrongThreadException     when the queue pair is confined to another thread
      * @throws IndexOutOfBoundsException when the range lies outside the buffer
      */
@@ -1171,7 +1195,7 @@ public final class QueuePair extends QueueEndpoint {
                                                  RemoteBuffer remote, long remoteOffset, String what) {
         ensureOpen(what);
         local.checkUse(pd, localOffset, length, opcode == verbs_h.IBV_WR_RDMA_READ, what);
-        long remoteAddress = remote == null ? 0 : WorkRequests.remoteAddress(remote, remoteOffset, length, what);
+        long remoteAddress = remote == null ? 0 : remoteTarget(remote, remoteOffset, length, opcode, what);
         boolean inline = inlines(opcode, length);
         MemorySegment m = arena.allocate(SEND_SGE + 16, 64); // the layout of the queue pair's own request
         long wr = m.address() + SEND_WR;
@@ -1316,12 +1340,19 @@ public final class QueuePair extends QueueEndpoint {
         }
     }
 
+    /** The right an operation needs on the remote buffer (a constant once the opcode is). */
+    static int remoteRight(int opcode) {
+        return opcode == verbs_h.IBV_WR_RDMA_READ ? verbs_h.IBV_ACCESS_REMOTE_READ
+                : isAtomic(opcode) ? verbs_h.IBV_ACCESS_REMOTE_ATOMIC : verbs_h.IBV_ACCESS_REMOTE_WRITE;
+    }
+
     static boolean isAtomic(int opcode) {
         return opcode == verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP || opcode == verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD;
     }
 
     /** The remote address of a checked remote range (8-byte aligned for atomics). */
     static long remoteTarget(RemoteBuffer remote, long remoteOffset, int length, int opcode, String what) {
+        remote.requireRight(remoteRight(opcode), what);
         long remoteAddress = WorkRequests.remoteAddress(remote, remoteOffset, length, what);
         if (isAtomic(opcode) && (remoteAddress & 7) != 0) { // opcode first: folds away for a constant one
             throw misaligned(what, remoteAddress);
@@ -1384,7 +1415,9 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     private int postReceiveLocked(long wrId, RegisteredBuffer local, long localOffset, int length) {
-        checkPostable("receive");
+        if (state != State.CONNECTED && state != State.PREPARED) { // receives may wait in INIT for the connect
+            throw notPostable("receive");
+        }
         local.checkUse(pd, localOffset, length, true, "receive");
         if (recvCount - (long) RECV_DONE.getAcquire(this) >= config.maxRecvWr()) {
             return RECEIVE_QUEUE_FULL;

@@ -153,7 +153,7 @@ public final class RegisteredBuffer extends Resource {
                     + " REMOTE_READ or REMOTE_ATOMIC to let a peer reach it");
         }
         checkOpen();
-        return new RemoteBuffer(address, length, rkey);
+        return new RemoteBuffer(address, length, rkey, access);
     }
 
     /**
