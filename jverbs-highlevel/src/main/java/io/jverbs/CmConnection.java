@@ -38,7 +38,10 @@ public final class CmConnection implements AutoCloseable {
     private volatile boolean closing;
     private final java.util.concurrent.atomic.AtomicBoolean released = new java.util.concurrent.atomic.AtomicBoolean();
 
-    CmConnection(QueuePair qp, MemorySegment id, RdmaCm.Channel channel) {
+    private final Handshake peer;
+
+    CmConnection(QueuePair qp, MemorySegment id, RdmaCm.Channel channel, Handshake peer) {
+        this.peer = peer;
         this.qp = qp;
         this.id = id;
         this.channel = channel;
@@ -76,6 +79,16 @@ public final class CmConnection implements AutoCloseable {
      */
     public QueuePair queuePair() {
         return qp;
+    }
+
+    /**
+     * Returns what the peer said in the handshake: the buffers it opened to this side (with their
+     * rights) and its bytes.
+     *
+     * @return the peer's handshake (empty when it said nothing)
+     */
+    public Handshake peerHandshake() {
+        return peer;
     }
 
     /**

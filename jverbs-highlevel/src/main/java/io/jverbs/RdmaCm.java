@@ -72,6 +72,28 @@ public final class RdmaCm {
      * @throws IllegalStateException when the queue pair is not prepared
      */
     public static CmConnection connect(QueuePair qp, String host, int port, Duration timeout) {
+        return connect(qp, host, port, timeout, Handshake.empty());
+    }
+
+    /**
+     * Connects a prepared queue pair to the listener at {@code host:port}, telling it
+     * {@code offer} in the connection request; the listener's own handshake comes back with the
+     * connection ({@link CmConnection#peerHandshake()}).
+     *
+     * @param qp      a prepared queue pair on the device that routes to {@code host}
+     * @param host    the peer's IPv4 address or name
+     * @param port    the peer's rdma_cm port
+     * @param timeout the most the whole connection may take
+     * @param offer   buffers and bytes for the listener (at most {@value Handshake#MAX_CONNECT_BYTES}
+     *                bytes of private data in all)
+     * @return the connection; closing it disconnects and closes the queue pair
+     * @throws RdmaCmException when the peer rejects, is unreachable, or does not answer in time, or
+     *         the thread is interrupted while it waits (EINTR)
+     * @throws IllegalStateException when the queue pair is not prepared
+     * @throws IllegalArgumentException when the offer does not fit a connection request
+     */
+    public static CmConnection connect(QueuePair qp, String host, int port, Duration timeout, Handshake offer) {
+        byte[] privateData = offer.encode(Handshake.MAX_CONNECT_BYTES, "a connection request");
         qp.requirePrepared();
         long deadline = System.nanoTime() + timeout.toNanos();
         Channel channel = Channel.create();
@@ -80,14 +102,14 @@ public final class RdmaCm {
             id = channel.createId();
             resolveRoute(channel, id, arena, host, port, deadline, qp.config().sendQueue().contextName());
             moveTo(id, qp, verbs_h.IBV_QPS_INIT);
-            MemorySegment param = connParam(arena, qp);
+            MemorySegment param = connParam(arena, qp, privateData);
             check("rdma_connect", rdma_cma_h.rdma_connect(id, param));
-            channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_RESPONSE, deadline, host + ":" + port);
+            Channel.Event reply = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_RESPONSE, deadline, host + ":" + port);
             moveTo(id, qp, verbs_h.IBV_QPS_RTR);
             moveTo(id, qp, verbs_h.IBV_QPS_RTS);
             check("rdma_establish", rdma_cma_h.rdma_establish(id));
             qp.markConnected();
-            return new CmConnection(qp, id, channel);
+            return new CmConnection(qp, id, channel, Handshake.decode(reply.privateData()));
         } catch (RuntimeException | Error e) {
             qp.abandonConnect(); // the device may have moved it on: it must not answer the peer
             reap(id, channel);
@@ -244,6 +266,27 @@ public final class RdmaCm {
          *         is for datagrams, or the queue pair is not prepared
          */
         public CmConnection accept(QueuePair qp, Duration timeout) {
+            return accept(qp, timeout, Handshake.empty());
+        }
+
+        /**
+         * Waits for one connection request, connects the prepared queue pair {@code qp} to it and
+         * accepts, telling the client {@code offer} in the reply; the client's own handshake comes
+         * with the connection ({@link CmConnection#peerHandshake()}).
+         *
+         * @param qp      a prepared queue pair on the device the request arrived through
+         * @param timeout the most the wait and the handshake may take
+         * @param offer   buffers and bytes for the client (at most
+         *                {@value Handshake#MAX_ACCEPT_BYTES} bytes of private data in all)
+         * @return the connection
+         * @throws RdmaCmException when no request comes in time or the handshake fails, or the
+         *         thread is interrupted while it waits (EINTR)
+         * @throws IllegalStateException when the listener is closed, before or during the wait, or
+         *         is for datagrams, or the queue pair is not prepared
+         * @throws IllegalArgumentException when the offer does not fit the reply
+         */
+        public CmConnection accept(QueuePair qp, Duration timeout, Handshake offer) {
+            byte[] privateData = offer.encode(Handshake.MAX_ACCEPT_BYTES, "the reply to a connection request");
             if (datagrams) {
                 throw new IllegalStateException("this listener answers datagram resolutions: use acceptDatagram");
             }
@@ -254,7 +297,7 @@ public final class RdmaCm {
                     throw new IllegalStateException("listener is closed");
                 }
                 qp.requirePrepared();
-                return acceptLocked(qp, deadline);
+                return acceptLocked(qp, deadline, privateData);
             } finally {
                 acceptLock.unlock();
                 if (closed) {
@@ -263,7 +306,7 @@ public final class RdmaCm {
             }
         }
 
-        private CmConnection acceptLocked(QueuePair qp, long deadline) {
+        private CmConnection acceptLocked(QueuePair qp, long deadline, byte[] privateData) {
             Channel.Event request = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_REQUEST, deadline, "port " + port);
             MemorySegment child = request.id();
             Channel own = Channel.create();
@@ -273,10 +316,10 @@ public final class RdmaCm {
                 moveTo(child, qp, verbs_h.IBV_QPS_INIT);
                 moveTo(child, qp, verbs_h.IBV_QPS_RTR);
                 moveTo(child, qp, verbs_h.IBV_QPS_RTS);
-                check("rdma_accept", rdma_cma_h.rdma_accept(child, connParam(arena, qp)));
+                check("rdma_accept", rdma_cma_h.rdma_accept(child, connParam(arena, qp, privateData)));
                 own.expect(rdma_cma_h.RDMA_CM_EVENT_ESTABLISHED, deadline, "the connecting peer");
                 qp.markConnected();
-                return new CmConnection(qp, child, own);
+                return new CmConnection(qp, child, own, Handshake.decode(request.privateData()));
             } catch (RuntimeException | Error e) {
                 // The queue pair stops answering first (a peer that never completed the handshake
                 // must not keep writing into this side), then the request is refused and its id
@@ -503,7 +546,16 @@ public final class RdmaCm {
     }
 
     static MemorySegment connParam(Arena arena, QueuePair qp) {
+        return connParam(arena, qp, null);
+    }
+
+    /** The connection parameters of {@code qp}, with {@code privateData} (or none when null). */
+    static MemorySegment connParam(Arena arena, QueuePair qp, byte[] privateData) {
         MemorySegment p = arena.allocate(rdma_conn_param.LAYOUT);
+        if (privateData != null) {
+            rdma_conn_param.private_data(p, arena.allocateFrom(ValueLayout.JAVA_BYTE, privateData));
+            rdma_conn_param.private_data_len(p, (byte) privateData.length);
+        }
         rdma_conn_param.responder_resources(p, (byte) qp.config().maxRdAtomic());
         rdma_conn_param.initiator_depth(p, (byte) qp.config().maxRdAtomic());
         rdma_conn_param.retry_count(p, (byte) qp.config().retryCount());
@@ -559,7 +611,7 @@ public final class RdmaCm {
         private volatile String aborted;
 
         /** One event's fields, copied before the ack; {@code param} is a heap copy of its {@code param} union. */
-        record Event(int type, int status, MemorySegment id, MemorySegment param) {
+        record Event(int type, int status, MemorySegment id, MemorySegment param, byte[] privateData) {
         }
 
         private Channel(MemorySegment channel) {
@@ -630,8 +682,15 @@ public final class RdmaCm {
                 MemorySegment param = MemorySegment.ofArray(new long[(int) (rdma_cm_event.param.sizeof() + 7) / 8])
                         .asSlice(0, rdma_cm_event.param.sizeof());
                 param.copyFrom(rdma_cm_event.param(event));
+                // the private data lives in the event, freed by the ack: copied first (pointer at
+                // offset 0 and length at offset 8 of both rdma_conn_param and rdma_ud_param)
+                MemorySegment union = rdma_cm_event.param(event);
+                MemorySegment data = union.get(ValueLayout.ADDRESS, 0);
+                int dataLength = Byte.toUnsignedInt(union.get(ValueLayout.JAVA_BYTE, 8));
+                byte[] privateData = data.address() == 0 || dataLength == 0 ? new byte[0]
+                        : data.reinterpret(dataLength).toArray(ValueLayout.JAVA_BYTE);
                 Event copy = new Event(rdma_cm_event.event(event), rdma_cm_event.status(event), rdma_cm_event.id(event),
-                        param);
+                        param, privateData);
                 check("rdma_ack_cm_event", rdma_cma_h.rdma_ack_cm_event(event));
                 return copy;
             }

@@ -1,0 +1,155 @@
+package io.jverbs;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * What one side of an rdma_cm connection tells the other in the handshake itself (the private
+ * data of the connection request and of its reply): remote buffers it opens to the peer, with
+ * their rights, and a few bytes of the application's. The peer has them as soon as the
+ * connection exists ({@link CmConnection#peerHandshake()}), with no message of its own.
+ *
+ * <p>Room is the transport's: a connection request carries {@value #MAX_CONNECT_BYTES} bytes of
+ * private data, the reply {@value #MAX_ACCEPT_BYTES} (InfiniBand CM, as rdma_cm uses it on RoCE and
+ * InfiniBand). jverbs takes 4 of them for its header and {@value RemoteBuffer#BYTES} per buffer,
+ * so a connecting side can offer 2 buffers (and 2 bytes) or 52 bytes, an accepting side 7 buffers
+ * (and 17 bytes) or 192 bytes. Private data a peer that is not jverbs sent comes back as
+ * {@link #data()} unparsed (padded with zeros to the transport's size).
+ *
+ * <p>Thread-safe (immutable).
+ */
+public final class Handshake {
+    /** Bytes of private data a connection request carries. */
+    public static final int MAX_CONNECT_BYTES = 56;
+    /** Bytes of private data the reply to a connection request carries. */
+    public static final int MAX_ACCEPT_BYTES = 196;
+    private static final int HEADER = 4;
+    private static final byte MARK = 0x4a; // 'J'
+    private static final byte VERSION = 1;
+    private static final Handshake EMPTY = new Handshake(List.of(), new byte[0]);
+
+    private final List<RemoteBuffer> buffers;
+    private final byte[] data;
+
+    private Handshake(List<RemoteBuffer> buffers, byte[] data) {
+        this.buffers = List.copyOf(buffers);
+        this.data = data.clone();
+    }
+
+    /**
+     * Returns a handshake that says nothing.
+     *
+     * @return the empty handshake
+     */
+    public static Handshake empty() {
+        return EMPTY;
+    }
+
+    /**
+     * Returns a handshake that opens {@code buffers} to the peer.
+     *
+     * @param buffers remote buffers (typically {@link RegisteredBuffer#remote()}), with their rights
+     * @return the handshake
+     */
+    public static Handshake offering(RemoteBuffer... buffers) {
+        return new Handshake(Arrays.asList(buffers), new byte[0]);
+    }
+
+    /**
+     * Returns a handshake with the application's bytes and buffers.
+     *
+     * @param data    the application's bytes (at most 255, and within the room left by the buffers)
+     * @param buffers remote buffers to open to the peer
+     * @return the handshake
+     * @throws IllegalArgumentException when {@code data} is longer than 255 bytes
+     */
+    public static Handshake of(byte[] data, RemoteBuffer... buffers) {
+        if (data.length > 255) {
+            throw new IllegalArgumentException("handshake data is at most 255 bytes, not " + data.length);
+        }
+        return new Handshake(Arrays.asList(buffers), data);
+    }
+
+    /**
+     * Returns the buffers the side opened.
+     *
+     * @return unmodifiable, in the order given
+     */
+    public List<RemoteBuffer> buffers() {
+        return buffers;
+    }
+
+    /**
+     * Returns the application's bytes.
+     *
+     * @return a copy
+     */
+    public byte[] data() {
+        return data.clone();
+    }
+
+    /**
+     * Returns the bytes this handshake takes in the private data.
+     *
+     * @return 0 for the empty handshake, else the header, the buffers and the data
+     */
+    public int encodedBytes() {
+        return this == EMPTY || buffers.isEmpty() && data.length == 0 ? 0
+                : HEADER + buffers.size() * RemoteBuffer.BYTES + data.length;
+    }
+
+    /** The private data, or null when there is nothing to say; refused when over {@code limit}. */
+    byte[] encode(int limit, String where) {
+        int size = encodedBytes();
+        if (size == 0) {
+            return null;
+        }
+        if (size > limit) {
+            throw new IllegalArgumentException("the handshake takes " + size + " bytes (" + buffers.size()
+                    + " buffers of " + RemoteBuffer.BYTES + ", " + data.length + " bytes of data, a header of " + HEADER
+                    + "), but " + where + " carries at most " + limit);
+        }
+        ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.BIG_ENDIAN);
+        b.put(MARK).put(VERSION).put((byte) buffers.size()).put((byte) data.length);
+        for (RemoteBuffer r : buffers) {
+            r.write(b);
+        }
+        b.put(data);
+        return b.array();
+    }
+
+    /** What the peer sent: parsed when it is jverbs' frame, else its bytes as data. */
+    static Handshake decode(byte[] privateData) {
+        if (privateData == null || privateData.length == 0) {
+            return EMPTY;
+        }
+        ByteBuffer b = ByteBuffer.wrap(privateData).order(ByteOrder.BIG_ENDIAN);
+        if (privateData.length < HEADER || b.get() != MARK || b.get() != VERSION) {
+            return new Handshake(List.of(), privateData);
+        }
+        int n = b.get() & 0xff;
+        int u = b.get() & 0xff;
+        if (HEADER + n * RemoteBuffer.BYTES + u > privateData.length) {
+            return new Handshake(List.of(), privateData);
+        }
+        List<RemoteBuffer> buffers = new ArrayList<>(n);
+        try {
+            for (int i = 0; i < n; i++) {
+                buffers.add(RemoteBuffer.read(b));
+            }
+        } catch (IllegalArgumentException notOurs) {
+            return new Handshake(List.of(), privateData);
+        }
+        byte[] data = new byte[u];
+        b.get(data);
+        return new Handshake(buffers, data);
+    }
+
+    @Override
+    public String toString() {
+        return "handshake " + buffers + (data.length == 0 ? "" : " and " + data.length + " bytes");
+    }
+}

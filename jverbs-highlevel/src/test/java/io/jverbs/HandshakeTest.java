@@ -1,0 +1,55 @@
+package io.jverbs;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.EnumSet;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The handshake's private-data frame: what fits, what comes back, what a foreign peer's bytes become. */
+class HandshakeTest {
+    private static final RemoteBuffer A = new RemoteBuffer(0x7f00_0000_1000L, 65536, 0x1234, EnumSet.of(Access.REMOTE_WRITE));
+    private static final RemoteBuffer B = new RemoteBuffer(0x7f00_0002_0000L, 4096, 0x99,
+            EnumSet.of(Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+
+    @Test
+    void buffersAndDataComeBackAsSent() {
+        Handshake sent = Handshake.of(new byte[]{7, 8}, A, B);
+        byte[] wire = sent.encode(Handshake.MAX_CONNECT_BYTES, "a connection request");
+        assertEquals(4 + 2 * RemoteBuffer.BYTES + 2, wire.length);
+        byte[] padded = java.util.Arrays.copyOf(wire, Handshake.MAX_CONNECT_BYTES); // the transport pads
+        Handshake got = Handshake.decode(padded);
+        assertEquals(List.of(A, B), got.buffers());
+        assertEquals(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_ATOMIC), got.buffers().get(1).rights());
+        assertArrayEquals(new byte[]{7, 8}, got.data());
+    }
+
+    @Test
+    void tooMuchForTheRequestIsRefusedNamingTheRoom() {
+        Handshake three = Handshake.offering(A, B, A);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> three.encode(Handshake.MAX_CONNECT_BYTES, "a connection request"));
+        assertTrue(e.getMessage().contains("at most 56"), e.getMessage());
+        assertEquals(4 + 3 * RemoteBuffer.BYTES, three.encode(Handshake.MAX_ACCEPT_BYTES, "the reply").length);
+    }
+
+    @Test
+    void nothingToSaySendsNothingAndAForeignPeersBytesStayData() {
+        assertNull(Handshake.empty().encode(Handshake.MAX_CONNECT_BYTES, "a connection request"));
+        assertTrue(Handshake.decode(new byte[56]).buffers().isEmpty());
+        byte[] foreign = {1, 2, 3, 4, 5};
+        assertArrayEquals(foreign, Handshake.decode(foreign).data());
+    }
+
+    @Test
+    void remoteBufferBytesCarryTheRights() {
+        RemoteBuffer back = RemoteBuffer.fromBytes(B.toBytes());
+        assertEquals(B, back);
+        assertEquals(EnumSet.allOf(Access.class), new RemoteBuffer(1, 1, 1).rights(), "unknown rights: every right");
+    }
+}
