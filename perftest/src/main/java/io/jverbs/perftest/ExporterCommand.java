@@ -1,5 +1,6 @@
 package io.jverbs.perftest;
 
+import com.sun.net.httpserver.Authenticator;
 import io.jverbs.counters.RdmaCounters;
 import io.jverbs.prometheus.RdmaMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
@@ -9,6 +10,10 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
+import javax.net.ssl.HttpsURLConnection;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.HttpURLConnection;
@@ -16,12 +21,17 @@ import java.net.InetAddress;
 import java.net.URI;
 import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.GeneralSecurityException;
+import java.security.KeyStore;
 import java.time.Duration;
+import java.util.Base64;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.function.Function;
 
 /**
  * {@code jverbs-perftest exporter}: serves the RDMA counters of this host's devices (every
@@ -30,8 +40,12 @@ import java.util.concurrent.CountDownLatch;
  * {@code --once} prints one scrape of that endpoint and exits (for logs and CI).
  *
  * <p>It listens on 127.0.0.1 unless {@code --bind} names another address ({@code 0.0.0.0} or
- * {@code ::} for every one). The devices are read at most once per {@code --interval} (default
- * 1 s), whatever the scrape rate; the server's defences against slow clients are described in
+ * {@code ::} for every one). {@code --basic-auth-user} with a password from a file or an
+ * environment variable (never the command line, which other users see in the process list)
+ * asks every client for HTTP basic authentication; {@code --tls-keystore} serves HTTPS with the
+ * key and certificate of a PKCS12 or JKS key store. Both are the Prometheus client's own
+ * options. The devices are read at most once per {@code --interval} (default 1 s), whatever
+ * the scrape rate; the server's defences against slow clients are described in
  * {@link ExporterServer}.
  *
  * <p>The per-connection series of the dashboard ({@code rdma_connection_*}: latency histogram and
@@ -66,10 +80,35 @@ final class ExporterCommand implements Callable<Integer> {
     @Option(names = "--interval", paramLabel = "<sec>", description = "read the devices at most once per this many seconds;"
             + " scrapes in between get the last read (default 1)")
     double intervalSeconds = 1;
+    @Option(names = "--basic-auth-user", paramLabel = "<name>", description = "require HTTP basic authentication as this user"
+            + " (with --basic-auth-password-file or --basic-auth-password-env)")
+    String authUser;
+    @Option(names = "--basic-auth-password-file", paramLabel = "<file>", description = "the file holding the password (its"
+            + " first line)")
+    Path authPasswordFile;
+    @Option(names = "--basic-auth-password-env", paramLabel = "<variable>", description = "the environment variable holding"
+            + " the password")
+    String authPasswordEnv;
+    @Option(names = "--tls-keystore", paramLabel = "<file>", description = "serve HTTPS with the key and certificate in this"
+            + " PKCS12 or JKS key store (with --tls-keystore-password-file or --tls-keystore-password-env)")
+    Path tlsKeystore;
+    @Option(names = "--tls-keystore-password-file", paramLabel = "<file>", description = "the file holding the key store's"
+            + " password (its first line; also the key's)")
+    Path tlsPasswordFile;
+    @Option(names = "--tls-keystore-password-env", paramLabel = "<variable>", description = "the environment variable holding"
+            + " the key store's password")
+    String tlsPasswordEnv;
     @Option(names = "--once", description = "print one scrape of /metrics and exit")
     boolean once;
 
+    /** Where {@code --*-password-env} variables are looked up; tests put their own. */
+    Function<String, String> environment = System::getenv;
+
+    // resolved by start()
     private RdmaCounters counters;
+    private String authPassword;
+    private SSLContext tlsContext;
+    private KeyStore keyStore;
 
     @Override
     public Integer call() throws InterruptedException {
@@ -100,12 +139,18 @@ final class ExporterCommand implements Callable<Integer> {
                     : "devices " + counters.devices();
             String hw = counters.netlinkAvailable() ? "hw_counters through netlink (uncached)"
                     : "hw_counters through sysfs (" + counters.netlinkStatus().orElse("") + ")";
-            out.println("exporter: serving " + server.listeningUri() + "; " + found + "; " + hw + "; read at most every "
+            out.println("exporter: serving " + server.listeningUri() + (authUser != null ? " (basic authentication)" : "")
+                    + "; " + found + "; " + hw + "; read at most every "
                     + Oob.seconds(Math.round(intervalSeconds * 1000)));
             out.flush();
             if (!server.address().isLoopbackAddress()) {
-                err.println("exporter: note: " + bind + " is reachable from other hosts: whoever reaches port "
-                        + server.port() + " reads these counters");
+                if (authUser == null) {
+                    err.println("exporter: note: " + bind + " is reachable from other hosts and --basic-auth-user is not"
+                            + " set: whoever reaches port " + server.port() + " reads these counters");
+                } else if (tlsKeystore == null) {
+                    err.println("exporter: note: basic authentication without --tls-keystore sends the password over the"
+                            + " network in clear text");
+                }
                 err.flush();
             }
             new CountDownLatch(1).await(); // until killed
@@ -114,7 +159,7 @@ final class ExporterCommand implements Callable<Integer> {
     }
 
     /**
-     * Checks the options and starts serving.
+     * Checks the options, reads the passwords and the key store, and starts serving.
      *
      * @return the running server; the caller closes it
      * @throws ParameterException when an option is refused (exit code 2)
@@ -134,22 +179,103 @@ final class ExporterCommand implements Callable<Integer> {
         } catch (UnknownHostException e) {
             throw usage("--bind " + bind + " cannot be resolved: give an IP address of this host (127.0.0.1, 0.0.0.0, ::)");
         }
+        Authenticator authenticator = null;
+        if (authUser != null) {
+            if (authUser.isEmpty() || authUser.contains(":")) {
+                throw usage("--basic-auth-user must be a non-empty name without ':'");
+            }
+            authPassword = secret("--basic-auth-password-file", authPasswordFile, "--basic-auth-password-env", authPasswordEnv,
+                    "--basic-auth-user");
+            authenticator = ExporterServer.basicAuthentication(authUser, authPassword);
+        } else if (authPasswordFile != null || authPasswordEnv != null) {
+            throw usage((authPasswordFile != null ? "--basic-auth-password-file" : "--basic-auth-password-env")
+                    + " gives a password for --basic-auth-user <name>, which is missing");
+        }
+        if (tlsKeystore != null) {
+            String password = secret("--tls-keystore-password-file", tlsPasswordFile, "--tls-keystore-password-env",
+                    tlsPasswordEnv, "--tls-keystore");
+            tlsContext = tls(tlsKeystore, password.toCharArray());
+        } else if (tlsPasswordFile != null || tlsPasswordEnv != null) {
+            throw usage((tlsPasswordFile != null ? "--tls-keystore-password-file" : "--tls-keystore-password-env")
+                    + " gives the password of --tls-keystore <file>, which is missing");
+        }
         counters = sysfsRoot != null ? RdmaCounters.sysfs(sysfsRoot) : RdmaCounters.system();
         PrometheusRegistry registry = new PrometheusRegistry();
         RdmaMetrics.of(counters, Set.copyOf(devices), Duration.ofNanos(Math.round(intervalSeconds * 1e9))).register(registry);
-        return ExporterServer.start(address, port, registry);
+        return ExporterServer.start(address, port, registry, authenticator, tlsContext);
     }
 
     private ParameterException usage(String message) {
         return new ParameterException(spec.commandLine(), message);
     }
 
-    /** One scrape of the running server. */
+    /** A password from exactly one of a file (its first line) and an environment variable. */
+    private String secret(String fileOption, Path file, String envOption, String variable, String owner) {
+        if ((file == null) == (variable == null)) {
+            throw usage(owner + " needs its password from exactly one of " + fileOption + " <file> and " + envOption
+                    + " <variable> (never on the command line)");
+        }
+        String value;
+        if (file != null) {
+            try {
+                value = Files.readString(file, StandardCharsets.UTF_8).lines().findFirst().orElse("");
+            } catch (IOException e) {
+                throw usage(fileOption + " " + file + " cannot be read: " + e);
+            }
+        } else {
+            value = environment.apply(variable);
+            if (value == null) {
+                throw usage(envOption + " " + variable + ": the environment variable is not set");
+            }
+        }
+        if (value.isEmpty()) {
+            throw usage(owner + "'s password is empty (" + (file != null ? fileOption + " " + file : envOption + " " + variable)
+                    + ")");
+        }
+        return value;
+    }
+
+    /** The server's TLS context from a key store, whose password is also its key's. */
+    private SSLContext tls(Path file, char[] password) {
+        try {
+            keyStore = KeyStore.getInstance(file.toFile(), password);
+            KeyManagerFactory keys = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+            keys.init(keyStore, password);
+            SSLContext context = SSLContext.getInstance("TLS");
+            context.init(keys.getKeyManagers(), null, null);
+            return context;
+        } catch (IOException | GeneralSecurityException e) {
+            throw usage("--tls-keystore " + file + " cannot be used: " + e.getMessage()
+                    + " (a PKCS12 or JKS key store holding one key and its certificate, the key under the store's password)");
+        }
+    }
+
+    /**
+     * One scrape of the running server over its own protocol, with the credentials it asks for;
+     * over HTTPS it trusts exactly the key store's certificates.
+     */
     private String scrape(ExporterServer server) throws IOException {
         URI uri = server.metricsUri();
         HttpURLConnection c = (HttpURLConnection) uri.toURL().openConnection();
         c.setConnectTimeout(30_000);
         c.setReadTimeout(30_000);
+        if (c instanceof HttpsURLConnection https) {
+            try {
+                TrustManagerFactory trust = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+                trust.init(keyStore);
+                SSLContext own = SSLContext.getInstance("TLS");
+                own.init(null, trust.getTrustManagers(), null);
+                https.setSSLSocketFactory(own.getSocketFactory());
+            } catch (GeneralSecurityException e) {
+                throw new IOException("cannot trust the key store's certificate: " + e.getMessage(), e);
+            }
+            // only the key store's own certificate is trusted, whatever name it carries
+            https.setHostnameVerifier((host, tls) -> true);
+        }
+        if (authUser != null) {
+            c.setRequestProperty("Authorization", "Basic " + Base64.getEncoder().encodeToString((authUser + ":" + authPassword)
+                    .getBytes(StandardCharsets.UTF_8)));
+        }
         try {
             int status = c.getResponseCode();
             if (status != 200) {

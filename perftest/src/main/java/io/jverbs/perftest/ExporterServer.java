@@ -1,12 +1,19 @@
 package io.jverbs.perftest;
 
+import com.sun.net.httpserver.Authenticator;
+import com.sun.net.httpserver.BasicAuthenticator;
+import com.sun.net.httpserver.HttpsConfigurator;
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
+import javax.net.ssl.SSLContext;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -14,7 +21,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The exporter's HTTP server: the official Prometheus client's {@link HTTPServer} on one
+ * The exporter's HTTP(S) server: the official Prometheus client's {@link HTTPServer} on one
  * address, with its own bounded pool of worker threads and the JDK server's request timeout
  * shortened, so that clients which open connections and send part of a request cannot hold up a
  * scrape.
@@ -51,12 +58,14 @@ final class ExporterServer implements AutoCloseable {
     private final HTTPServer server;
     private final ThreadPoolExecutor workers;
     private final InetAddress address;
+    private final boolean tls;
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
-    private ExporterServer(HTTPServer server, ThreadPoolExecutor workers, InetAddress address) {
+    private ExporterServer(HTTPServer server, ThreadPoolExecutor workers, InetAddress address, boolean tls) {
         this.server = server;
         this.workers = workers;
         this.address = address;
+        this.tls = tls;
     }
 
     private static void setUnlessGiven(String key, String value) {
@@ -72,17 +81,26 @@ final class ExporterServer implements AutoCloseable {
      * @param address       the address to listen on
      * @param port          the port (0: any free one)
      * @param registry      what a scrape returns
+     * @param authenticator who may scrape (every path), or null for anyone
+     * @param tls           the server's key and certificate for HTTPS, or null for plain HTTP
      * @return the running server; the caller closes it
      * @throws IOException when the address and port cannot be bound
      */
-    static ExporterServer start(InetAddress address, int port, PrometheusRegistry registry) throws IOException {
+    static ExporterServer start(InetAddress address, int port, PrometheusRegistry registry, Authenticator authenticator,
+                                SSLContext tls) throws IOException {
         ThreadPoolExecutor workers = new ThreadPoolExecutor(THREADS, THREADS, 30, TimeUnit.SECONDS,
                 new ArrayBlockingQueue<>(QUEUE), daemonThreads(), new ThreadPoolExecutor.AbortPolicy());
         workers.allowCoreThreadTimeOut(true);
         HTTPServer.Builder builder = HTTPServer.builder().inetAddress(address).port(port).registry(registry)
                 .executorService(workers);
+        if (authenticator != null) {
+            builder.authenticator(authenticator);
+        }
+        if (tls != null) {
+            builder.httpsConfigurator(new HttpsConfigurator(tls));
+        }
         try {
-            return new ExporterServer(builder.buildAndStart(), workers, address);
+            return new ExporterServer(builder.buildAndStart(), workers, address, tls != null);
         } catch (IOException | RuntimeException e) {
             workers.shutdownNow();
             throw e;
@@ -94,6 +112,36 @@ final class ExporterServer implements AutoCloseable {
         return r -> Thread.ofPlatform().daemon(true).name("jverbs-exporter-http-" + n.incrementAndGet()).unstarted(r);
     }
 
+    /**
+     * HTTP basic authentication for one user; the comparison takes the same time whichever
+     * character differs.
+     *
+     * @param user     the user name
+     * @param password the password
+     * @return an authenticator for {@link #start}
+     */
+    static Authenticator basicAuthentication(String user, String password) {
+        byte[] userHash = sha256(user);
+        byte[] passwordHash = sha256(password);
+        return new BasicAuthenticator("jverbs-exporter", StandardCharsets.UTF_8) {
+            @Override
+            public boolean checkCredentials(String u, String p) {
+                // both compared, always: no early exit that tells which one was wrong
+                boolean userOk = MessageDigest.isEqual(userHash, sha256(u));
+                boolean passwordOk = MessageDigest.isEqual(passwordHash, sha256(p));
+                return userOk & passwordOk;
+            }
+        };
+    }
+
+    private static byte[] sha256(String s) {
+        try {
+            return MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8));
+        } catch (NoSuchAlgorithmException e) {
+            throw new AssertionError("every JDK has SHA-256", e);
+        }
+    }
+
     /** @return the port listened on */
     int port() {
         return server.getPort();
@@ -102,6 +150,11 @@ final class ExporterServer implements AutoCloseable {
     /** @return the address listened on */
     InetAddress address() {
         return address;
+    }
+
+    /** @return whether the server speaks HTTPS */
+    boolean tls() {
+        return tls;
     }
 
     /**
@@ -125,7 +178,7 @@ final class ExporterServer implements AutoCloseable {
 
     private URI uri(InetAddress host) {
         try {
-            return new URI("http", null, host.getHostAddress(), port(), "/metrics", null, null);
+            return new URI(tls ? "https" : "http", null, host.getHostAddress(), port(), "/metrics", null, null);
         } catch (URISyntaxException e) {
             throw new IllegalStateException("no URI for " + host + ":" + port(), e);
         }

@@ -9,6 +9,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import picocli.CommandLine;
 
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.TrustManagerFactory;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -25,8 +27,10 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.KeyStore;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -36,11 +40,12 @@ import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The exporter subcommand's HTTP side over a fake sysfs tree (host only): where it listens,
- * slow clients and the read interval.
+ * slow clients, basic authentication, TLS and the read interval.
  */
 class ExporterTest {
     private static final Pattern SENT = Pattern.compile("(?m)^rdma_hw_sent_pkts_total\\{device=\"rxe0\",port=\"1\"} (\\S+)$");
@@ -70,6 +75,9 @@ class ExporterTest {
 
     private static HttpResponse<String> get(HttpClient http, URI uri, String credentials) throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(10));
+        if (credentials != null) {
+            b.header("Authorization", "Basic " + Base64.getEncoder().encodeToString(credentials.getBytes(StandardCharsets.UTF_8)));
+        }
         return http.send(b.build(), HttpResponse.BodyHandlers.ofString());
     }
 
@@ -194,8 +202,43 @@ class ExporterTest {
         }
     }
 
+    @Test
+    void basicAuthenticationRefusesAWrongPasswordAndAcceptsTheRightOne() throws Exception {
+        Path password = Files.writeString(tmp.resolve("password"), "s3cret\n");
+        try (ExporterServer s = start("--basic-auth-user", "prom", "--basic-auth-password-file", password.toString());
+             HttpClient http = http()) {
+            HttpResponse<String> none = get(http, s.metricsUri(), null);
+            assertEquals(401, none.statusCode());
+            assertTrue(none.headers().firstValue("WWW-Authenticate").orElse("").startsWith("Basic"), none.headers().map()
+                    .toString());
+            assertEquals(401, get(http, s.metricsUri(), "prom:wrong").statusCode());
+            assertEquals(401, get(http, s.metricsUri(), "prom:s3cret\n").statusCode(), "the file's line end is not part of it");
+            assertEquals(401, get(http, s.metricsUri(), "other:s3cret").statusCode());
+            HttpResponse<String> ok = get(http, s.metricsUri(), "prom:s3cret");
+            assertEquals(200, ok.statusCode());
+            assertEquals(1000, sample(SENT, ok.body()));
+        }
+    }
+
+    @Test
+    void theBasicAuthenticationPasswordMayComeFromTheEnvironment() throws Exception {
+        ExporterCommand cmd = command("--basic-auth-user", "prom", "--basic-auth-password-env", "EXPORTER_PASSWORD");
+        cmd.environment = name -> name.equals("EXPORTER_PASSWORD") ? "from-env" : null;
+        try (ExporterServer s = cmd.start(); HttpClient http = http()) {
+            assertEquals(401, get(http, s.metricsUri(), "prom:wrong").statusCode());
+            assertEquals(200, get(http, s.metricsUri(), "prom:from-env").statusCode());
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {
+        "--basic-auth-user prom",
+        "--basic-auth-user prom --basic-auth-password-file PASSWORD --basic-auth-password-env EXPORTER_PASSWORD",
+        "--basic-auth-password-file PASSWORD",
+        "--basic-auth-user prom --basic-auth-password-env NO_SUCH_VARIABLE_IS_SET",
+        "--basic-auth-user prom --basic-auth-password-file EMPTY",
+        "--tls-keystore PASSWORD",
+        "--tls-keystore-password-file PASSWORD",
         "--interval NaN", "--interval Infinity", "--interval 0", "--interval 0.0009", "--interval -1",
         "--bind [::1"})
     void refusedOptionsExitWithTwoAndSayWhy(String options) throws Exception {
@@ -238,4 +281,49 @@ class ExporterTest {
         }
     }
 
+    /** A PKCS12 key store with a fresh EC key and a self-signed certificate for 127.0.0.1, made by the JDK's keytool. */
+    private Path keyStore(String password) throws Exception {
+        Path ks = tmp.resolve("exporter.p12");
+        Path keytool = Path.of(System.getProperty("java.home"), "bin", "keytool");
+        Process p = new ProcessBuilder(keytool.toString(), "-genkeypair", "-alias", "exporter", "-keyalg", "EC", "-groupname",
+                "secp256r1", "-dname", "CN=localhost", "-ext", "SAN=ip:127.0.0.1", "-validity", "2", "-storetype", "PKCS12",
+                "-keystore", ks.toString(), "-storepass", password).redirectErrorStream(true).start();
+        String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS) && p.exitValue() == 0, "keytool: " + output);
+        return ks;
+    }
+
+    @Test
+    void servesHttpsWithTheKeyStoresCertificate() throws Exception {
+        Path ks = keyStore("changeit");
+        Path password = Files.writeString(tmp.resolve("ks-password"), "changeit\n");
+        try (ExporterServer s = start("--tls-keystore", ks.toString(), "--tls-keystore-password-file", password.toString())) {
+            assertEquals("https", s.metricsUri().getScheme());
+            KeyStore trusted = KeyStore.getInstance(ks.toFile(), "changeit".toCharArray());
+            TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+            tmf.init(trusted);
+            SSLContext context = SSLContext.getInstance("TLS");
+            context.init(null, tmf.getTrustManagers(), null);
+            try (HttpClient https = HttpClient.newBuilder().sslContext(context).version(HttpClient.Version.HTTP_1_1).build();
+                 HttpClient plain = http()) {
+                HttpResponse<String> r = get(https, s.metricsUri(), null);
+                assertEquals(200, r.statusCode());
+                assertEquals(1000, sample(SENT, r.body()));
+                URI clear = URI.create("http://127.0.0.1:" + s.port() + "/metrics");
+                assertThrows(IOException.class, () -> get(plain, clear, null), "no plain HTTP on the TLS port");
+            }
+        }
+        // --once scrapes its own HTTPS endpoint, trusting the key store, with the credentials it asks for
+        Path userPassword = Files.writeString(tmp.resolve("password"), "s3cret\n");
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        CommandLine cl = Main.commandLine();
+        cl.setOut(new PrintWriter(out));
+        cl.setErr(new PrintWriter(err));
+        int rc = cl.execute("exporter", "--port", "0", "--once", "--sysfs-root", root.toString(), "--tls-keystore", ks.toString(),
+                "--tls-keystore-password-file", password.toString(), "--basic-auth-user", "prom", "--basic-auth-password-file",
+                userPassword.toString());
+        assertEquals(0, rc, err.toString());
+        assertEquals(1000, sample(SENT, out.toString()));
+    }
 }
