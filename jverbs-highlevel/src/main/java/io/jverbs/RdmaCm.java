@@ -26,6 +26,7 @@ import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Predicate;
 
 /**
  * Connections through the RDMA connection manager (librdmacm): a {@link Listener} that accepts,
@@ -242,7 +243,27 @@ public final class RdmaCm {
          * @throws IllegalStateException when the listener is closed, before or during the wait, or
          *         is for datagrams, or the queue pair is not prepared
          */
-        public synchronized CmConnection accept(QueuePair qp, Duration timeout) {
+        public CmConnection accept(QueuePair qp, Duration timeout) {
+            return accept(qp, timeout, requester -> true);
+        }
+
+        /**
+         * Waits for a connection request that {@code admit} accepts, connects the prepared queue
+         * pair {@code qp} to it and accepts. A request {@code admit} refuses is rejected
+         * ({@code rdma_reject}) and the wait goes on, within the same {@code timeout}; the queue
+         * pair stays prepared for the next request.
+         *
+         * @param qp      a prepared queue pair on the device the request arrived through
+         * @param timeout the most the wait (refused requests included) and the handshake may take
+         * @param admit   told each requester's IP address and rdma_cm port (null when neither
+         *                IPv4 nor IPv6), on this thread, before anything is answered; true accepts
+         * @return the connection
+         * @throws RdmaCmException when no admitted request comes in time or the handshake fails,
+         *         or the thread is interrupted while it waits (EINTR)
+         * @throws IllegalStateException when the listener is closed, before or during the wait, or
+         *         is for datagrams, or the queue pair is not prepared
+         */
+        public synchronized CmConnection accept(QueuePair qp, Duration timeout, Predicate<InetSocketAddress> admit) {
             if (closed) {
                 throw new IllegalStateException("listener is closed");
             }
@@ -251,8 +272,7 @@ public final class RdmaCm {
             }
             qp.requirePrepared();
             long deadline = System.nanoTime() + timeout.toNanos();
-            Channel.Event request = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_REQUEST, deadline, "port " + port);
-            MemorySegment child = request.id();
+            MemorySegment child = admitted(deadline, admit);
             Channel own = Channel.create();
             try (Arena arena = Arena.ofConfined()) {
                 check("rdma_migrate_id", rdma_cma_h.rdma_migrate_id(child, own.channel));
@@ -288,7 +308,29 @@ public final class RdmaCm {
          *         listener is for connections
          * @throws IllegalArgumentException when the queue pair's Q_Key is not {@link #UDP_QKEY}
          */
-        public synchronized InetSocketAddress acceptDatagram(DatagramQueuePair qp, Duration timeout) {
+        public InetSocketAddress acceptDatagram(DatagramQueuePair qp, Duration timeout) {
+            return acceptDatagram(qp, timeout, requester -> true);
+        }
+
+        /**
+         * Waits for a datagram resolution that {@code admit} accepts and answers it with
+         * {@code qp}'s number and Q_Key, as {@link #acceptDatagram(DatagramQueuePair, Duration)}
+         * does. A resolution {@code admit} refuses is rejected and the wait goes on, within the
+         * same {@code timeout}.
+         *
+         * @param qp      a datagram queue pair on the device the request arrives through, with Q_Key {@link #UDP_QKEY}
+         * @param timeout the most to wait for an admitted request (refused ones included)
+         * @param admit   told each requester's IP address and rdma_cm port (null when neither
+         *                IPv4 nor IPv6), on this thread, before anything is answered; true answers
+         * @return who asked: the requester's IP address and rdma_cm port
+         * @throws RdmaCmException when no admitted request comes in time or the answer cannot be
+         *         sent, or the thread is interrupted while it waits (EINTR)
+         * @throws IllegalStateException when the listener (before or during the wait) or the queue pair is closed, or this
+         *         listener is for connections
+         * @throws IllegalArgumentException when the queue pair's Q_Key is not {@link #UDP_QKEY}
+         */
+        public synchronized InetSocketAddress acceptDatagram(DatagramQueuePair qp, Duration timeout,
+                                                             Predicate<InetSocketAddress> admit) {
             if (closed) {
                 throw new IllegalStateException("listener is closed");
             }
@@ -297,8 +339,7 @@ public final class RdmaCm {
             }
             requireUdpQkey(qp);
             long deadline = System.nanoTime() + timeout.toNanos();
-            Channel.Event request = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_REQUEST, deadline, "port " + port);
-            MemorySegment child = request.id();
+            MemorySegment child = admitted(deadline, admit);
             InetSocketAddress requester = address(child, true);
             try (Arena arena = Arena.ofConfined()) {
                 requireSameDevice(child, qp.deviceName());
@@ -314,6 +355,28 @@ public final class RdmaCm {
             // connected for a datagram peer, so its id goes now rather than piling up
             rdma_cma_h.rdma_destroy_id(child);
             return requester;
+        }
+
+        /**
+         * The id of the next connection request {@code admit} accepts within the deadline; each
+         * refused one is rejected and destroyed.
+         */
+        private MemorySegment admitted(long deadline, Predicate<InetSocketAddress> admit) {
+            while (true) {
+                MemorySegment child = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_REQUEST, deadline, "port " + port).id();
+                boolean admitted = false;
+                try {
+                    admitted = admit.test(address(child, true));
+                } finally {
+                    if (!admitted) {
+                        rdma_cma_h.rdma_reject(child, MemorySegment.NULL, (byte) 0);
+                        rdma_cma_h.rdma_destroy_id(child);
+                    }
+                }
+                if (admitted) {
+                    return child;
+                }
+            }
         }
 
         /**
