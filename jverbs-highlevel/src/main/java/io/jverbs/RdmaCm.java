@@ -26,6 +26,7 @@ import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Predicate;
 
 /**
  * Connections through the RDMA connection manager (librdmacm): a {@link Listener} that accepts,
@@ -221,10 +222,9 @@ public final class RdmaCm {
 
     /**
      * A listening rdma_cm id: for connections ({@link RdmaCm#listen}, {@link #accept}) or for
-     * datagram resolutions ({@link RdmaCm#listenDatagrams}, {@link #acceptDatagram}). Its methods
-     * are synchronized: accepts from several threads take turns. {@link #close()} from another
-     * thread ends a pending accept (within about 100 ms, with an {@link IllegalStateException}) and
-     * stops listening; connections already accepted live on, and datagram peers already answered
+     * datagram resolutions ({@link RdmaCm#listenDatagrams}, {@link #acceptDatagram}). Accepts from
+     * several threads take turns. {@link #close()} returns at once, from any thread; a pending
+     * accept ends within about 100 ms with an {@link IllegalStateException}, and listening stops; connections already accepted live on, and datagram peers already answered
      * keep their addresses.
      */
     public static final class Listener implements AutoCloseable {
@@ -266,7 +266,7 @@ public final class RdmaCm {
          *         is for datagrams, or the queue pair is not prepared
          */
         public CmConnection accept(QueuePair qp, Duration timeout) {
-            return accept(qp, timeout, Handshake.empty());
+            return accept(qp, timeout, Handshake.empty(), requester -> true);
         }
 
         /**
@@ -286,6 +286,47 @@ public final class RdmaCm {
          * @throws IllegalArgumentException when the offer does not fit the reply
          */
         public CmConnection accept(QueuePair qp, Duration timeout, Handshake offer) {
+            return accept(qp, timeout, offer, requester -> true);
+        }
+
+        /**
+         * Waits for a connection request that {@code admit} accepts, connects the prepared queue
+         * pair {@code qp} to it and accepts. A request {@code admit} refuses is rejected
+         * ({@code rdma_reject}) and the wait goes on, within the same {@code timeout}; the queue
+         * pair stays prepared for the next request.
+         *
+         * @param qp      a prepared queue pair on the device the request arrived through
+         * @param timeout the most the wait (refused requests included) and the handshake may take
+         * @param admit   told each requester's IP address and rdma_cm port (null when neither
+         *                IPv4 nor IPv6), on this thread, before anything is answered; true accepts
+         * @return the connection
+         * @throws RdmaCmException when no admitted request comes in time or the handshake fails,
+         *         or the thread is interrupted while it waits (EINTR)
+         * @throws IllegalStateException when the listener is closed, before or during the wait, or
+         *         is for datagrams, or the queue pair is not prepared
+         */
+        public CmConnection accept(QueuePair qp, Duration timeout, Predicate<InetSocketAddress> admit) {
+            return accept(qp, timeout, Handshake.empty(), admit);
+        }
+
+        /**
+         * Waits for a connection request that {@code admit} accepts and accepts it with
+         * {@code offer} in the reply: {@link #accept(QueuePair, Duration, Handshake)} and
+         * {@link #accept(QueuePair, Duration, Predicate)} in one.
+         *
+         * @param qp      a prepared queue pair on the device the request arrived through
+         * @param timeout the most the wait (refused requests included) and the handshake may take
+         * @param offer   buffers and bytes for the client
+         * @param admit   decides on each requester's address before anything is answered
+         * @return the connection
+         * @throws RdmaCmException when no admitted request comes in time or the handshake fails,
+         *         or the thread is interrupted while it waits (EINTR)
+         * @throws IllegalStateException when the listener is closed, before or during the wait, or
+         *         is for datagrams, or the queue pair is not prepared
+         * @throws IllegalArgumentException when the offer does not fit the reply
+         */
+        public CmConnection accept(QueuePair qp, Duration timeout, Handshake offer,
+                                   Predicate<InetSocketAddress> admit) {
             byte[] privateData = offer.encode(Handshake.MAX_ACCEPT_BYTES, "the reply to a connection request");
             if (datagrams) {
                 throw new IllegalStateException("this listener answers datagram resolutions: use acceptDatagram");
@@ -297,7 +338,7 @@ public final class RdmaCm {
                     throw new IllegalStateException("listener is closed");
                 }
                 qp.requirePrepared();
-                return acceptLocked(qp, deadline, privateData);
+                return acceptLocked(qp, deadline, privateData, admit);
             } finally {
                 acceptLock.unlock();
                 if (closed) {
@@ -306,8 +347,9 @@ public final class RdmaCm {
             }
         }
 
-        private CmConnection acceptLocked(QueuePair qp, long deadline, byte[] privateData) {
-            Channel.Event request = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_REQUEST, deadline, "port " + port);
+        private CmConnection acceptLocked(QueuePair qp, long deadline, byte[] privateData,
+                                          Predicate<InetSocketAddress> admit) {
+            Channel.Event request = admitted(deadline, admit);
             MemorySegment child = request.id();
             Channel own = Channel.create();
             try (Arena arena = Arena.ofConfined()) {
@@ -348,12 +390,34 @@ public final class RdmaCm {
          * @throws IllegalArgumentException when the queue pair's Q_Key is not {@link #UDP_QKEY}
          */
         public InetSocketAddress acceptDatagram(DatagramQueuePair qp, Duration timeout) {
+            return acceptDatagram(qp, timeout, requester -> true);
+        }
+
+        /**
+         * Waits for a datagram resolution that {@code admit} accepts and answers it with
+         * {@code qp}'s number and Q_Key, as {@link #acceptDatagram(DatagramQueuePair, Duration)}
+         * does. A resolution {@code admit} refuses is rejected and the wait goes on, within the
+         * same {@code timeout}.
+         *
+         * @param qp      a datagram queue pair on the device the request arrives through, with Q_Key {@link #UDP_QKEY}
+         * @param timeout the most to wait for an admitted request (refused ones included)
+         * @param admit   told each requester's IP address and rdma_cm port (null when neither
+         *                IPv4 nor IPv6), on this thread, before anything is answered; true answers
+         * @return who asked: the requester's IP address and rdma_cm port
+         * @throws RdmaCmException when no admitted request comes in time or the answer cannot be
+         *         sent, or the thread is interrupted while it waits (EINTR)
+         * @throws IllegalStateException when the listener (before or during the wait) or the queue pair is closed, or this
+         *         listener is for connections
+         * @throws IllegalArgumentException when the queue pair's Q_Key is not {@link #UDP_QKEY}
+         */
+        public InetSocketAddress acceptDatagram(DatagramQueuePair qp, Duration timeout,
+                                                Predicate<InetSocketAddress> admit) {
             acceptLock.lock();
             try {
                 if (closed) {
                     throw new IllegalStateException("listener is closed");
                 }
-                return acceptDatagramLocked(qp, timeout);
+                return acceptDatagramLocked(qp, timeout, admit);
             } finally {
                 acceptLock.unlock();
                 if (closed) {
@@ -362,14 +426,14 @@ public final class RdmaCm {
             }
         }
 
-        private InetSocketAddress acceptDatagramLocked(DatagramQueuePair qp, Duration timeout) {
+        private InetSocketAddress acceptDatagramLocked(DatagramQueuePair qp, Duration timeout,
+                                                       Predicate<InetSocketAddress> admit) {
             if (!datagrams) {
                 throw new IllegalStateException("this listener accepts connections: use accept (or listen with listenDatagrams)");
             }
             requireUdpQkey(qp);
             long deadline = System.nanoTime() + timeout.toNanos();
-            Channel.Event request = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_REQUEST, deadline, "port " + port);
-            MemorySegment child = request.id();
+            MemorySegment child = admitted(deadline, admit).id();
             InetSocketAddress requester = address(child, true);
             try (Arena arena = Arena.ofConfined()) {
                 requireSameDevice(child, qp.deviceName());
@@ -385,6 +449,29 @@ public final class RdmaCm {
             // connected for a datagram peer, so its id goes now rather than piling up
             reap(child, null);
             return requester;
+        }
+
+        /**
+         * The id of the next connection request {@code admit} accepts within the deadline; each
+         * refused one is rejected and destroyed.
+         */
+        private Channel.Event admitted(long deadline, Predicate<InetSocketAddress> admit) {
+            while (true) {
+                Channel.Event request = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_REQUEST, deadline, "port " + port);
+                MemorySegment child = request.id();
+                boolean admitted = false;
+                try {
+                    admitted = admit.test(address(child, true));
+                } finally {
+                    if (!admitted) {
+                        rdma_cma_h.rdma_reject(child, MemorySegment.NULL, (byte) 0);
+                        reap(child, null);
+                    }
+                }
+                if (admitted) {
+                    return request;
+                }
+            }
         }
 
         /**

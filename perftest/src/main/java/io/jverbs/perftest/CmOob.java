@@ -225,6 +225,12 @@ final class CmOob extends Oob implements CompletionHandler {
     }
 
     @Override
+    java.net.InetAddress peerAddress() {
+        java.net.InetSocketAddress remote = connection.remoteAddress();
+        return remote == null ? null : remote.getAddress();
+    }
+
+    @Override
     byte[] exchange(byte[] mine, int expect, String what, long waitMs) {
         if (server) {
             byte[] theirs = receive(expect, expect, what, waitMs);

@@ -38,6 +38,13 @@ abstract class Oob implements AutoCloseable {
     }
 
     /**
+     * The peer's IP address, as the transport saw it when the channel was made.
+     *
+     * @return the address, or null when the transport gave none that Java represents
+     */
+    abstract java.net.InetAddress peerAddress();
+
+    /**
      * One exchange in the perftest order; the peer's message has {@code expect} bytes.
      *
      * @throws PerftestException when the peer is silent past {@code waitMs} (0: no limit), sends

@@ -272,8 +272,10 @@ final class PerftestCommand implements Callable<Integer> {
         refuse(tcpPort < 1 || tcpPort > 65535, "-p/--port must be 1..65535");
         refuse(gidIndex != null && gidIndex < 0, "-x/--gid-index must be 0 or more");
         refuse(qpTimeout < 0 || qpTimeout > 31, "-u/--qp-timeout must be 0..31");
-        refuse(handshakeTimeout <= 0 || connectTimeout <= 0 || completionTimeout <= 0 || runTimeout < 0,
-                "timeouts must be positive");
+        refuseSeconds("--handshake_timeout", handshakeTimeout, null);
+        refuseSeconds("--connect_timeout", connectTimeout, null);
+        refuseSeconds("--completion_timeout", completionTimeout, null);
+        refuseSeconds("--run_timeout", runTimeout, "no limit");
 
         // run length: iterations, duration, or forever
         refuse(duration != null && duration < 1, "Duration period must be positive");
@@ -413,6 +415,12 @@ final class PerftestCommand implements Callable<Integer> {
         } catch (NumberFormatException e) {
             throw PerftestException.usage("Size of message is not a number: " + text);
         }
+    }
+
+    /** Refuses a time in seconds the deadlines cannot use (below 1 ms, NaN, infinite; see {@link Seconds}). */
+    private static void refuseSeconds(String option, double value, String zeroMeaning) {
+        String why = Seconds.refusal(option, value, zeroMeaning);
+        refuse(why != null, why);
     }
 
     private static void refuse(boolean condition, String message) {

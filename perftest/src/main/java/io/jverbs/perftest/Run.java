@@ -187,7 +187,7 @@ final class Run {
                 oob.exchangeRecord(empty, "the sync before the rdma_cm connections");
                 for (int i = 0; i < s.count(); i++) {
                     try {
-                        data.add(listener.accept(s.qps[i], Duration.ofMillis(c.handshakeMs())));
+                        data.add(listener.accept(s.qps[i], Duration.ofMillis(c.handshakeMs()), controlPeerOnly("QP " + i)));
                     } catch (RdmaCmException | VerbsException | IllegalStateException e) {
                         throw acceptFailed("the client's rdma_cm connection of QP " + i, e);
                     }
@@ -201,6 +201,22 @@ final class Run {
             }
         }
         oob.exchangeRecord(empty, "the sync after the rdma_cm connections");
+    }
+
+    /**
+     * The server's filter of data connection requests: only the handshake's peer address
+     * ({@link DataPeerCheck}); every other request is named on stderr, rejected, and not counted.
+     */
+    private java.util.function.Predicate<java.net.InetSocketAddress> controlPeerOnly(String what) {
+        java.net.InetAddress control = oob.peerAddress();
+        return requester -> {
+            if (DataPeerCheck.admits(control, requester)) {
+                return true;
+            }
+            c.err().println(c.name() + ": " + DataPeerCheck.refusal(what, control, requester));
+            c.err().flush();
+            return false;
+        };
     }
 
     /** The error of a server-side accept: a wait that ran out says so and names its option; anything else is a failure. */
@@ -236,7 +252,7 @@ final class Run {
                         throw new PerftestException("Couldn't post the receive of the client's first datagram: the receive queue is full");
                     }
                     try {
-                        listener.acceptDatagram(qp, Duration.ofMillis(c.handshakeMs()));
+                        listener.acceptDatagram(qp, Duration.ofMillis(c.handshakeMs()), controlPeerOnly("datagram QP " + i));
                     } catch (RdmaCmException | VerbsException | IllegalStateException e) {
                         throw acceptFailed("the client's rdma_cm resolution of datagram QP " + i, e);
                     }

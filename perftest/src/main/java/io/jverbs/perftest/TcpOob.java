@@ -78,6 +78,11 @@ final class TcpOob extends Oob {
     }
 
     @Override
+    java.net.InetAddress peerAddress() {
+        return socket.getInetAddress();
+    }
+
+    @Override
     QpRecord exchangeRecord(QpRecord mine, String what, long waitMs) {
         byte[] theirs = exchange(mine.encode(), mine.length(), what, waitMs);
         return QpRecord.decode(theirs, mine.gid() != null);

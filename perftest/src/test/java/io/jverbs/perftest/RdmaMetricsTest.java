@@ -8,7 +8,9 @@ import io.jverbs.prometheus.RdmaMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.DataPointSnapshot;
+import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
 import io.prometheus.metrics.model.snapshots.GaugeSnapshot;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshot;
 import io.prometheus.metrics.model.snapshots.MetricSnapshots;
 import io.prometheus.metrics.model.snapshots.SummarySnapshot;
@@ -18,6 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -91,7 +95,8 @@ class RdmaMetricsTest {
         Path root = FakeSysfs.create(tmp);
         PrometheusRegistry only = new PrometheusRegistry();
         RdmaMetrics.of(RdmaCounters.sysfs(root), Set.of("rxe0")).register(only);
-        assertTrue(only.scrape().stream().flatMap(m -> m.getDataPoints().stream())
+        assertTrue(only.scrape().stream().filter(m -> !m.getMetadata().getName().equals("rdma_counter_reads"))
+                .flatMap(m -> m.getDataPoints().stream())
                 .allMatch(p -> "rxe0".equals(p.getLabels().get("device"))));
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
@@ -105,5 +110,80 @@ class RdmaMetricsTest {
         assertTrue(text.contains("rdma_hw_sent_pkts_total{device=\"rxe0\",port=\"1\"} 1000"), text);
         assertTrue(text.contains("rdma_counter_read_error{counter=\"vanished_counter\",device=\"rxe0\",port=\"1\"} 1"), text);
         assertFalse(text.contains("mlx5_0"), "-d rxe0 exports rxe0 only");
+    }
+
+    @Test
+    void theLatencyHistogramPutsEachValueInItsBucketAndAgreesWithTheSummary() {
+        HdrLatencyRecorder hdr = new HdrLatencyRecorder();
+        // 0.5 us, 1.5 us, 3 us, 40 us, 2 ms (on a bound), 1 s (above every finite bound)
+        for (long nanos : new long[] {500, 1_500, 3_000, 40_000, 2_000_000, 1_000_000_000}) {
+            hdr.recordNanos(nanos);
+        }
+        PrometheusRegistry registry = new PrometheusRegistry();
+        RdmaMetrics metrics = RdmaMetrics.of(RdmaCounters.sysfs(tmp.resolve("none"))).register(registry);
+        metrics.addConnection("c", hdr, null);
+        MetricSnapshots all = registry.scrape();
+        HistogramSnapshot.HistogramDataPointSnapshot p = ((HistogramSnapshot) family(all,
+                "rdma_connection_latency_histogram_seconds")).getDataPoints().get(0);
+        ClassicHistogramBuckets b = p.getClassicBuckets();
+        List<Double> bounds = RdmaMetrics.latencyBucketsSeconds();
+        assertEquals(bounds.size() + 1, b.size(), "the finite bounds and +Inf");
+        assertEquals(1e-6, bounds.get(0), 1e-15);
+        assertEquals(0.1, bounds.get(bounds.size() - 1), 1e-15);
+        assertEquals(Double.POSITIVE_INFINITY, b.getUpperBound(b.size() - 1));
+        long[] expected = new long[b.size()];
+        expected[bounds.indexOf(1e-6)] = 1;
+        expected[bounds.indexOf(2e-6)] = 1;
+        expected[bounds.indexOf(5e-6)] = 1;
+        expected[bounds.indexOf(50e-6)] = 1;
+        expected[bounds.indexOf(2e-3)] = 1;
+        expected[b.size() - 1] = 1;
+        for (int i = 0; i < b.size(); i++) {
+            assertEquals(expected[i], b.getCount(i), "bucket le=" + b.getUpperBound(i));
+        }
+        SummarySnapshot.SummaryDataPointSnapshot summary = ((SummarySnapshot) family(all, "rdma_connection_latency_seconds"))
+                .getDataPoints().get(0);
+        assertEquals(6, summary.getCount());
+        assertEquals(1.002045, p.getSum(), 1.002045 * 1e-3, "the sum, to the recorder's 0.1 %");
+        assertEquals(summary.getSum(), p.getSum(), 0, "histogram and summary read one copy");
+    }
+
+    @Test
+    void scrapesWithinTheReadIntervalReadTheDevicesOnce() throws Exception {
+        Path root = FakeSysfs.create(tmp);
+        PrometheusRegistry registry = new PrometheusRegistry();
+        RdmaMetrics.of(RdmaCounters.sysfs(root), Set.of(), Duration.ofHours(1)).register(registry);
+        assertEquals(1000, value(family(registry.scrape(), "rdma_hw_sent_pkts"), "rxe0"));
+        FakeSysfs.set(root, "rxe0", 1, "hw_counters", "sent_pkts", 2000);
+        for (int i = 0; i < 20; i++) {
+            MetricSnapshots all = registry.scrape();
+            assertEquals(1000, value(family(all, "rdma_hw_sent_pkts"), "rxe0"), "scrape " + i + " reads the last read's value");
+            assertEquals(1, reads(all), "scrape " + i);
+        }
+
+        PrometheusRegistry everyScrape = new PrometheusRegistry();
+        RdmaMetrics.of(RdmaCounters.sysfs(root)).register(everyScrape);
+        everyScrape.scrape();
+        FakeSysfs.set(root, "rxe0", 1, "hw_counters", "sent_pkts", 3000);
+        MetricSnapshots second = everyScrape.scrape();
+        assertEquals(3000, value(family(second, "rdma_hw_sent_pkts"), "rxe0"), "no interval: every scrape reads");
+        assertEquals(2, reads(second));
+    }
+
+    @Test
+    void aScrapeAfterTheIntervalReadsAgain() throws Exception {
+        Path root = FakeSysfs.create(tmp);
+        PrometheusRegistry registry = new PrometheusRegistry();
+        RdmaMetrics.of(RdmaCounters.sysfs(root), Set.of(), Duration.ofMillis(50)).register(registry);
+        registry.scrape();
+        FakeSysfs.set(root, "rxe0", 1, "hw_counters", "sent_pkts", 2000);
+        Thread.sleep(60);
+        MetricSnapshots later = registry.scrape();
+        assertEquals(2000, value(family(later, "rdma_hw_sent_pkts"), "rxe0"));
+        assertEquals(2, reads(later));
+    }
+
+    static long reads(MetricSnapshots all) {
+        return (long) ((CounterSnapshot) family(all, "rdma_counter_reads")).getDataPoints().get(0).getValue();
     }
 }
