@@ -254,9 +254,9 @@ class MisuseChildTest {
             if (crashed) {
                 failures.add(name + ": the JVM CRASHED (exit " + r.exitCode() + "): " + r.linesWith("#"));
             } else if (r.timedOutIn() != null) {
-                failures.add(name + ": hung (killed in " + r.timedOutIn() + "); last lines " + tail(r));
+                failures.add(name + ": hung (killed in " + r.timedOutIn() + "); last lines " + LoopbackChild.tail(r));
             } else if (r.exitCode() != 0 || ok.equals("(none)")) {
-                failures.add(name + ": exit " + r.exitCode() + ", last lines " + tail(r));
+                failures.add(name + ": exit " + r.exitCode() + ", last lines " + LoopbackChild.tail(r));
             } else {
                 ran.add(name);
             }
@@ -270,32 +270,11 @@ class MisuseChildTest {
                 + " (one child JVM each): " + ran);
     }
 
-    private static String tail(ChildJvm.Result r) {
-        List<String> out = r.output();
-        return String.join(" | ", out.subList(Math.max(0, out.size() - 6), out.size()));
-    }
-
-    /** The child: one loopback connection on the environment's device, one misuse, exit 0 when it ended as expected. */
+    /** The child: one loopback connection on the environment's device, one misuse. */
     static final class Child {
         public static void main(String[] args) throws Exception {
             Misuse misuse = CASES.get(args[0]);
-            if (misuse == null) {
-                System.out.println("misuse-failed: no such case " + args[0]);
-                System.exit(2);
-            }
-            TestDevice device = TestDevice.fromEnvironment();
-            int status = 0;
-            try (Loopback lb = new Loopback(device, 4096)) {
-                System.out.println(READY + " on " + device.name());
-                try {
-                    System.out.println(OK + args[0] + ": " + misuse.commit(lb));
-                } catch (Throwable t) {
-                    System.out.println("misuse-failed: " + args[0] + ": " + t);
-                    t.printStackTrace(System.out);
-                    status = 1;
-                }
-            }
-            System.exit(status);
+            LoopbackChild.run("misuse", args[0], misuse == null ? null : (lb, device) -> misuse.commit(lb));
         }
     }
 }

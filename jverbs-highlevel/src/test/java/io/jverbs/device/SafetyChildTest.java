@@ -61,19 +61,7 @@ class SafetyChildTest {
     private static final String UNCHECKED = "safety-unchecked: ";
     private static final String DONE = "safety-done";
 
-    /** The mistake went through: no exception where one was due, or a state that should not be. */
-    static final class Unchecked extends RuntimeException {
-        Unchecked(String what) {
-            super(what);
-        }
-    }
-
-    @FunctionalInterface
-    interface Case {
-        String commit(Loopback lb, TestDevice device) throws Exception;
-    }
-
-    private static final Map<String, Case> CASES = new LinkedHashMap<>();
+    private static final Map<String, LoopbackChild.Case> CASES = new LinkedHashMap<>();
 
     /** The case whose rdma_cm id the kernel may hold for minutes after the child is done: it runs last. */
     private static final String HALF_OPEN = "a client that never completes the rdma_cm handshake";
@@ -104,7 +92,7 @@ class SafetyChildTest {
                 Thread.sleep(10);
             }
             if (!reg.isClosed()) {
-                throw new Unchecked("the registration is still open 5 s after its arena closed");
+                throw new LoopbackChild.Unchecked("the registration is still open 5 s after its arena closed");
             }
             return "deregistered " + (System.nanoTime() - start) / 1_000_000 + " ms after the arena closed";
         });
@@ -114,7 +102,7 @@ class SafetyChildTest {
             RemoteBuffer stale = reg.remote();
             arena.close();
             if (!reg.isClosed()) {
-                throw new Unchecked("the arena closed but its registration is open");
+                throw new LoopbackChild.Unchecked("the arena closed but its registration is open");
             }
             lb.client.startPoller();
             Throwable t = failureOf(lb.client.qp.writeAsync(lb.client.buffer, 0, 64, stale, 0));
@@ -189,7 +177,7 @@ class SafetyChildTest {
                 cq.poll(c -> ctx.close(), 16); // must return normally: the device closes after the queue
             }
             if (!cq.isClosed() || !lb.client.qp.isClosed() || !lb.client.buffer.isClosed()) {
-                throw new Unchecked("the context closed but not its tree");
+                throw new LoopbackChild.Unchecked("the context closed but not its tree");
             }
             return "the poll returned normally; then " + refused(IllegalStateException.class, "closed",
                     () -> cq.poll(null, 1));
@@ -210,7 +198,7 @@ class SafetyChildTest {
                 Thread.sleep(10);
             }
             if (poller[0].isRunning() || lb.client.cq.handlerFailures() != 0) {
-                throw new Unchecked("running " + poller[0].isRunning() + ", handler failures "
+                throw new LoopbackChild.Unchecked("running " + poller[0].isRunning() + ", handler failures "
                         + lb.client.cq.handlerFailures());
             }
             return "stopped after that round, no handler failure";
@@ -220,7 +208,7 @@ class SafetyChildTest {
         CASES.put("a write to a dead endpoint with the default retries", (lb, d) -> {
             QueuePairConfig defaults = QueuePairConfig.rc(lb.client.cq);
             if (defaults.retryCount() > 6 || defaults.rnrRetry() > 6) {
-                throw new Unchecked("defaults retry " + defaults.retryCount() + ", RNR " + defaults.rnrRetry());
+                throw new LoopbackChild.Unchecked("defaults retry " + defaults.retryCount() + ", RNR " + defaults.rnrRetry());
             }
             QueuePair gone = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(4, 4));
             QueuePair qp = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(4, 4));
@@ -278,7 +266,7 @@ class SafetyChildTest {
                 }
                 Throwable t = failureOf(pending);
                 if (victim.state() != QueuePair.State.ERROR || !String.valueOf(victim.error()).contains("asynchronous")) {
-                    throw new Unchecked("the queue pair on the overrun queue is " + victim.state() + " (" + victim.error()
+                    throw new LoopbackChild.Unchecked("the queue pair on the overrun queue is " + victim.state() + " (" + victim.error()
                             + "); its future failed with " + t);
                 }
                 return victim.error() + "; its future: " + t.getMessage();
@@ -291,7 +279,7 @@ class SafetyChildTest {
         CASES.put("a future on a completion queue nobody polls", (lb, d) -> {
             Throwable t = failureOf(lb.client.qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0));
             if (!(t instanceof IllegalStateException) || !t.getMessage().contains("Poller")) {
-                throw new Unchecked("expected an IllegalStateException naming Poller, got " + t);
+                throw new LoopbackChild.Unchecked("expected an IllegalStateException naming Poller, got " + t);
             }
             return t.getMessage();
         });
@@ -303,7 +291,7 @@ class SafetyChildTest {
             lb.server.qp.send(1, lb.server.buffer, 0, 8, true); // completes `arrives` on the poller thread
             Throwable t = failureOf(nested);
             if (!(t instanceof IllegalStateException) || !t.getMessage().contains("forever")) {
-                throw new Unchecked("expected the join to be refused, got " + t);
+                throw new LoopbackChild.Unchecked("expected the join to be refused, got " + t);
             }
             return t.getMessage();
         });
@@ -325,7 +313,7 @@ class SafetyChildTest {
                 }, 16);
             }
             if (seen[0] == null || !seen[0].contains("forever")) {
-                throw new Unchecked("the wait inside the handler was not refused: " + seen[0]);
+                throw new LoopbackChild.Unchecked("the wait inside the handler was not refused: " + seen[0]);
             }
             return seen[0];
         });
@@ -340,7 +328,7 @@ class SafetyChildTest {
             armed.set(true);
             Throwable t = failureOf(f);
             if (!(t instanceof IllegalStateException) || poller.failure() == null) {
-                throw new Unchecked("future: " + t + ", poller failure: " + poller.failure());
+                throw new LoopbackChild.Unchecked("future: " + t + ", poller failure: " + poller.failure());
             }
             return t.getMessage();
         });
@@ -350,7 +338,7 @@ class SafetyChildTest {
             poller.close();
             Throwable t = failureOf(f);
             if (!(t instanceof IllegalStateException)) {
-                throw new Unchecked("expected an IllegalStateException, got " + t);
+                throw new LoopbackChild.Unchecked("expected an IllegalStateException, got " + t);
             }
             return t.getMessage();
         });
@@ -378,7 +366,7 @@ class SafetyChildTest {
                 WorkResult r = lb.client.qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0)
                         .get(WAIT.toSeconds(), TimeUnit.SECONDS);
                 if (!poller.isRunning() || poller.failure() != null) {
-                    throw new Unchecked("the poller stopped with " + poller.failure());
+                    throw new LoopbackChild.Unchecked("the poller stopped with " + poller.failure());
                 }
                 return "a write completed through the poller after the other queue closed: " + r.byteLength() + " B";
             }
@@ -397,10 +385,10 @@ class SafetyChildTest {
                 CmConnection server = accepted.get(WAIT.toSeconds(), TimeUnit.SECONDS);
                 clientCtx.close();
                 if (!cqp.isClosed()) {
-                    throw new Unchecked("the queue pair outlived its context");
+                    throw new LoopbackChild.Unchecked("the queue pair outlived its context");
                 }
                 if (!server.awaitDisconnect(WAIT)) {
-                    throw new Unchecked("the peer never heard a disconnect after the client's context closed");
+                    throw new LoopbackChild.Unchecked("the peer never heard a disconnect after the client's context closed");
                 }
                 client.close(); // a no-op now
                 return "the peer saw the disconnect; " + client.remoteAddress();
@@ -418,7 +406,7 @@ class SafetyChildTest {
             Throwable t = failureOf(accept);
             long endMs = (System.nanoTime() - start) / 1_000_000;
             if (!(t instanceof IllegalStateException) || closeMs > 1000 || endMs > 3000) {
-                throw new Unchecked("close took " + closeMs + " ms, the accept ended after " + endMs + " ms with " + t);
+                throw new LoopbackChild.Unchecked("close took " + closeMs + " ms, the accept ended after " + endMs + " ms with " + t);
             }
             return "close returned in " + closeMs + " ms, the accept ended in " + endMs + " ms: " + t.getMessage();
         });
@@ -446,7 +434,7 @@ class SafetyChildTest {
                 int before = accessFlags(qp);
                 if ((before & (verbs_h.IBV_ACCESS_REMOTE_WRITE | verbs_h.IBV_ACCESS_REMOTE_READ
                         | verbs_h.IBV_ACCESS_REMOTE_ATOMIC)) != 0) {
-                    throw new Unchecked("a domain with local buffers only gives the queue pair access flags 0x"
+                    throw new LoopbackChild.Unchecked("a domain with local buffers only gives the queue pair access flags 0x"
                             + Integer.toHexString(before));
                 }
                 RegisteredBuffer open = pd.allocate(4096, Access.REMOTE_WRITE);
@@ -482,20 +470,20 @@ class SafetyChildTest {
                     Throwable refusal;
                     try {
                         accepted.get(WAIT.toSeconds(), TimeUnit.SECONDS);
-                        throw new Unchecked("accept returned a connection without the handshake's last step");
+                        throw new LoopbackChild.Unchecked("accept returned a connection without the handshake's last step");
                     } catch (ExecutionException e) {
                         refusal = e.getCause();
                     } catch (TimeoutException e) {
-                        throw new Unchecked("accept did not return within " + WAIT.toSeconds() + " s");
+                        throw new LoopbackChild.Unchecked("accept did not return within " + WAIT.toSeconds() + " s");
                     }
                     long acceptMs = (System.nanoTime() - start) / 1_000_000;
                     if (acceptMs > acceptTimeout.toMillis() + 3000) {
-                        throw new Unchecked("accept returned after " + acceptMs + " ms, its timeout was "
+                        throw new LoopbackChild.Unchecked("accept returned after " + acceptMs + " ms, its timeout was "
                                 + acceptTimeout.toMillis() + " ms");
                     }
                     int deviceState = sqp.deviceState(); // RESET or INIT answer no peer; RTR and RTS would
                     if (deviceState != verbs_h.IBV_QPS_RESET && deviceState != verbs_h.IBV_QPS_INIT) {
-                        throw new Unchecked("the listener's queue pair is left in device state " + deviceState);
+                        throw new LoopbackChild.Unchecked("the listener's queue pair is left in device state " + deviceState);
                     }
                     try (Poller poller = Poller.start(null, IdleStrategy.backoff(), ccq)) {
                         Throwable write = failureOf(cqp.writeAsync(source, 0, 64, remote, 0));
@@ -561,14 +549,14 @@ class SafetyChildTest {
             }
             return type.getSimpleName() + ": " + t.getMessage();
         }
-        throw new Unchecked("no exception: the call went through");
+        throw new LoopbackChild.Unchecked("no exception: the call went through");
     }
 
     /** Waits for {@code f} to fail; its cause. A normal completion is unchecked; no end within the wait is a hang. */
     private static Throwable failureOf(CompletableFuture<?> f) throws InterruptedException {
         try {
             Object r = f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
-            throw new Unchecked("completed normally: " + r);
+            throw new LoopbackChild.Unchecked("completed normally: " + r);
         } catch (ExecutionException e) {
             Throwable t = e.getCause();
             return t instanceof java.util.concurrent.CompletionException && t.getCause() != null ? t.getCause() : t;
@@ -583,7 +571,7 @@ class SafetyChildTest {
 
     private static void requireStatus(Throwable t, String status) {
         if (!(t instanceof CompletionFailedException cf) || !cf.statusName().equals(status)) {
-            throw new Unchecked("expected " + status + ", got " + t);
+            throw new LoopbackChild.Unchecked("expected " + status + ", got " + t);
         }
     }
 
@@ -611,9 +599,9 @@ class SafetyChildTest {
             } else if (!r.last(UNCHECKED + name).equals("(none)")) {
                 unchecked.add(name + ": " + r.last(UNCHECKED + name));
             } else if (r.timedOutIn() != null && !done) {
-                hung.add(name + " (killed in " + r.timedOutIn() + "): " + tail(r));
+                hung.add(name + " (killed in " + r.timedOutIn() + "): " + LoopbackChild.tail(r));
             } else if (r.last(OK + name).equals("(none)") || !done) {
-                failed.add(name + ": exit " + r.exitCode() + ", " + tail(r));
+                failed.add(name + ": exit " + r.exitCode() + ", " + LoopbackChild.tail(r));
             }
         }
         String summary = "highlevel-safety: " + CASES.size() + " cases, " + crashed.size() + " crashed, " + hung.size()
@@ -646,37 +634,10 @@ class SafetyChildTest {
         return "";
     }
 
-    private static String tail(ChildJvm.Result r) {
-        List<String> out = r.output();
-        return String.join(" | ", out.subList(Math.max(0, out.size() - 6), out.size()));
-    }
-
-    /** The child: one loopback connection on the environment's device, one case, exit 0 when it ended as expected. */
+    /** The child: one loopback connection on the environment's device, one case. */
     static final class Child {
         public static void main(String[] args) throws Exception {
-            Case c = CASES.get(args[0]);
-            if (c == null) {
-                System.out.println("safety-failed: no such case " + args[0]);
-                System.exit(2);
-            }
-            TestDevice device = TestDevice.fromEnvironment();
-            int status = 0;
-            try (Loopback lb = new Loopback(device, 4096)) {
-                System.out.println(READY + " on " + device.name());
-                try {
-                    System.out.println(OK + args[0] + ": " + c.commit(lb, device));
-                } catch (Unchecked u) {
-                    System.out.println(UNCHECKED + args[0] + ": " + u.getMessage());
-                    status = 1;
-                } catch (Throwable t) {
-                    System.out.println("safety-failed: " + args[0] + ": " + t);
-                    t.printStackTrace(System.out);
-                    status = 1;
-                }
-            }
-            System.out.println(DONE);
-            System.out.flush();
-            System.exit(status);
+            LoopbackChild.run("safety", args[0], CASES.get(args[0]));
         }
     }
 }
