@@ -56,6 +56,9 @@ import java.util.function.Predicate;
  *
  * <p>Thread-safety: scrapes may run concurrently with {@link #addConnection}/{@link #removeConnection}.
  */
+// The Prometheus model in this API is not re-exported (requires static, not transitive): a service
+// that registers this collector requires the client itself.
+@SuppressWarnings("exports")
 public final class RdmaMetrics implements MultiCollector {
     private static final Quantile[] NO_QUANTILES = new Quantile[0];
     private static final double[] QUANTILES = {0.5, 0.9, 0.99, 0.999};
