@@ -63,6 +63,9 @@ rxe_vm_share() {
     [ "$share" != / ] || rxe_die "refusing to share / writable: run inside the checkout or set JVERBS_RXE_SHARE"
 }
 
+# The cache folder: JVERBS_RXE_CACHE, else jverbs/rxe-vm in the user's cache folder.
+rxe_vm_default_cache() { printf '%s\n' "${JVERBS_RXE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/jverbs/rxe-vm}"; }
+
 # Creates the cache folders and makes cache absolute.
 rxe_vm_cache_init() {
     mkdir -p "$cache/kernels" "$cache/runs" "$cache/resolved" \
@@ -106,17 +109,22 @@ rxe_vm_lock() {
 }
 rxe_vm_unlock() { flock -u 9; exec 9>&-; }
 
+# rxe_vm_kernel_meta KERNEL: the package KERNEL (6.12, 6.1, generic or a linux-image-* package) names.
+rxe_vm_kernel_meta() {
+    case $1 in
+        6.12) echo linux-image-6.12-amd64 ;;
+        6.1) echo linux-image-amd64 ;;
+        generic) echo linux-image-generic ;;
+        linux-image-*) echo "$1" ;;
+        *) rxe_die "--kernel must be 6.12, 6.1, generic (Ubuntu) or a linux-image-* package name, got '$1'" ;;
+    esac
+}
+
 # rxe_vm_kernel KERNEL: makes sure the kernel is unpacked in the cache; sets kdir and kver.
 # KERNEL: 6.12, 6.1, generic or a linux-image-* package. Call with the cache lock held.
 rxe_vm_kernel() {
     local kernel=$1 meta pkg= version= dir
-    case $kernel in
-        6.12) meta=linux-image-6.12-amd64 ;;
-        6.1) meta=linux-image-amd64 ;;
-        generic) meta=linux-image-generic ;;
-        linux-image-*) meta=$kernel ;;
-        *) rxe_die "--kernel must be 6.12, 6.1, generic (Ubuntu) or a linux-image-* package name, got '$kernel'" ;;
-    esac
+    meta=$(rxe_vm_kernel_meta "$kernel") || exit
     cached_kernel() {
         [ -s "$cache/resolved/$meta" ] || return 1
         dir=$(cat "$cache/resolved/$meta")

@@ -267,7 +267,8 @@ public final class Context extends Resource {
             MemorySegment a = scratch.allocate(ibv_device_attr.LAYOUT);
             int rc = verbs_h.ibv_query_device(context, a);
             VerbsException.check("ibv_query_device", rc, Native.lastErrno());
-            return new DeviceAttributes(ibv_device_attr.fw_ver(a).getString(0), ibv_device_attr.max_mr_size(a),
+            return new DeviceAttributes(ibv_device_attr.fw_ver(a).getString(0),
+                    ibv_device_attr.max_mr_size(a) < 0 ? Long.MAX_VALUE : ibv_device_attr.max_mr_size(a),
                     ibv_device_attr.max_qp(a), ibv_device_attr.max_qp_wr(a), ibv_device_attr.max_sge(a),
                     ibv_device_attr.max_cq(a), ibv_device_attr.max_cqe(a), ibv_device_attr.max_mr(a),
                     ibv_device_attr.max_pd(a), ibv_device_attr.max_qp_rd_atom(a), ibv_device_attr.max_qp_init_rd_atom(a),
@@ -429,7 +430,7 @@ public final class Context extends Resource {
      * A device's limits and capabilities ({@code struct ibv_device_attr}).
      *
      * @param firmware        firmware version
-     * @param maxMrSizeBytes  largest memory region
+     * @param maxMrSizeBytes  largest memory region; {@link Long#MAX_VALUE} when the device reports more (rxe: 2<sup>64</sup>&minus;1)
      * @param maxQp           queue pairs
      * @param maxQpWr         work requests per queue
      * @param maxSge          scatter/gather entries per work request

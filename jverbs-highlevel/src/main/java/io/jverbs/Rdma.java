@@ -47,8 +47,10 @@ public final class Rdma {
         if (!listed) {
             int errno = Native.lastErrno();
             return new DeviceList(List.of(), errno == Errno.ENOSYS
-                    ? "this kernel has no RDMA support (ibv_get_device_list: ENOSYS): use a kernel with rdma_rxe,"
-                      + " or run inside soft-roce-ci/with-rxe"
+                    ? "this kernel has no RDMA support (ibv_get_device_list: ENOSYS): install rdma-core with a"
+                      + " provider (Debian/Ubuntu: rdma-core ibverbs-providers) and, for Soft-RoCE, enable it:"
+                      + " modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IFACE. For a kernel without rdma_rxe,"
+                      + " soft-roce-ci in the jverbs repository runs a command in a QEMU guest that has it"
                     : "ibv_get_device_list failed: " + Errno.name(errno) + " (" + errno + ")");
         }
         List<DeviceInfo> devices = new ArrayList<>();
@@ -137,15 +139,45 @@ public final class Rdma {
      * @param netdevice the Ethernet interface under a RoCE device, or "" (unknown or InfiniBand)
      */
     public record DeviceInfo(String name, String nodeGuid, String netdevice) {
+        private static final String IPV4_MAPPED = "0000:0000:0000:0000:0000:ffff:";
+
         static DeviceInfo read(String name) {
-            Path dir = Path.of("/sys/class/infiniband", name);
-            String netdev = "";
-            try (var entries = Files.list(dir.resolve("ports/1/gid_attrs/ndevs"))) {
-                netdev = entries.findFirst().map(p -> readQuietly(p)).orElse("");
+            return read(Path.of("/sys/class/infiniband"), name);
+        }
+
+        /** Reads {@code root/name}; root is {@code /sys/class/infiniband} but for tests. */
+        static DeviceInfo read(Path root, String name) {
+            Path dir = root.resolve(name);
+            return new DeviceInfo(name, readQuietly(dir.resolve("node_guid")), netdevice(dir.resolve("ports/1")));
+        }
+
+        /**
+         * The interface under the GID a queue pair uses by default, chosen as {@link Context#chooseGid}
+         * does (the first RoCE v2 entry mapping an IPv4 address, else the first RoCE v2 entry, else
+         * index 0) and read by that index: {@code gid_attrs/ndevs/} lists its entries in no order, and
+         * an unused entry reads as EINVAL.
+         */
+        private static String netdevice(Path port) {
+            long entries;
+            try (var gids = Files.list(port.resolve("gids"))) {
+                entries = gids.count();
             } catch (java.io.IOException | RuntimeException e) {
-                netdev = "";
+                return "";
             }
-            return new DeviceInfo(name, readQuietly(dir.resolve("node_guid")), netdev);
+            long firstV2 = -1;
+            for (long i = 0; i < entries; i++) {
+                String index = Long.toString(i);
+                if (!readQuietly(port.resolve("gid_attrs/types").resolve(index)).equals("RoCE v2")) {
+                    continue;
+                }
+                if (readQuietly(port.resolve("gids").resolve(index)).startsWith(IPV4_MAPPED)) {
+                    return readQuietly(port.resolve("gid_attrs/ndevs").resolve(index));
+                }
+                if (firstV2 < 0) {
+                    firstV2 = i;
+                }
+            }
+            return readQuietly(port.resolve("gid_attrs/ndevs").resolve(Long.toString(Math.max(firstV2, 0))));
         }
     }
 

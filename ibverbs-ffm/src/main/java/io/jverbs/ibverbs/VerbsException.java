@@ -159,12 +159,16 @@ public class VerbsException extends RuntimeException {
         boolean registersMemory = verb.contains("reg_mr") || verb.startsWith("rdma_reg_");
         return switch (errno) {
             case Errno.ENOSYS -> opensDevice
-                    ? "The running kernel has no RDMA support (no ib_uverbs): load rdma_rxe and ib_uverbs"
-                      + " (modprobe rdma_rxe), or run inside soft-roce-ci/with-rxe, which boots a kernel that has them"
+                    ? "The running kernel has no RDMA support (no ib_uverbs). Install rdma-core with a provider"
+                      + " (Debian/Ubuntu: rdma-core ibverbs-providers) and, for Soft-RoCE, enable it:"
+                      + " `modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IFACE`. For a kernel without"
+                      + " rdma_rxe (most cloud and CI kernels), soft-roce-ci in the jverbs repository runs a command"
+                      + " in a QEMU guest that has it"
                     : "The provider does not implement this verb";
             case Errno.ENODEV -> opensDevice
-                    ? "No RDMA device: check `ibv_devices`; for Soft-RoCE create one with"
-                      + " `rdma link add rxe0 type rxe netdev <netdev>` (soft-roce-ci/setup-rxe does it)"
+                    ? "No RDMA device: check `ibv_devices`; install a provider (Debian/Ubuntu: ibverbs-providers),"
+                      + " or for Soft-RoCE create a device with"
+                      + " `modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IFACE`"
                     : null;
             case Errno.ENOMEM -> registersMemory ? memlockHint(lockedMemoryLimit()) : null;
             case Errno.EPERM, Errno.EACCES -> opensDevice || registersMemory

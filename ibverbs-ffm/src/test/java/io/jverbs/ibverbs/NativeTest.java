@@ -126,6 +126,16 @@ class NativeTest {
         assertTrue(VerbsException.memlockHint("unlimited").contains("already unlimited"));
         assertFalse(VerbsException.memlockHint("unlimited").contains("ulimit -l"));
         assertTrue(VerbsException.of("ibv_open_device", Errno.ENODEV).getMessage().contains("rdma link add"));
+        // A library user has no checkout of jverbs: the message says what to install and enable,
+        // and names the rig only as part of the jverbs repository.
+        String nosys = VerbsException.of("ibv_get_device_list", Errno.ENOSYS).getMessage();
+        assertTrue(nosys.contains("rdma-core") && nosys.contains("ibverbs-providers"), nosys);
+        assertTrue(nosys.contains("modprobe rdma_rxe; rdma link add rxe0 type rxe netdev IFACE"), nosys);
+        assertTrue(nosys.contains("soft-roce-ci in the jverbs repository"), nosys);
+        for (int errno : new int[]{Errno.ENOSYS, Errno.ENODEV}) {
+            String m = VerbsException.of("ibv_open_device", errno).getMessage();
+            assertFalse(m.contains("soft-roce-ci/"), "no path into a checkout: " + m);
+        }
         assertTrue(VerbsException.of("ibv_open_device", Errno.EACCES).getMessage().contains("/dev/infiniband"));
         assertTrue(VerbsException.of("rdma_reg_msgs", Errno.ENOMEM).getMessage().contains("ulimit -l"));
         assertFalse(VerbsException.of("ibv_create_qp", Errno.ENOSYS).getMessage().contains("kernel"),

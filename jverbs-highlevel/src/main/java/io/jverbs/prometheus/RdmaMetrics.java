@@ -25,7 +25,6 @@ import io.prometheus.metrics.model.snapshots.Quantiles;
 import io.prometheus.metrics.model.snapshots.SummarySnapshot;
 import io.prometheus.metrics.model.snapshots.SummarySnapshot.SummaryDataPointSnapshot;
 import io.prometheus.metrics.model.snapshots.Unit;
-import org.HdrHistogram.Histogram;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -76,12 +75,19 @@ import java.util.function.Predicate;
  * {@link #addConnection}/{@link #removeConnection}; concurrent scrapes that find the interval over
  * read the devices once between them.
  */
+// The Prometheus model in this API is not re-exported (requires static, not transitive): a service
+// that registers this collector requires the client itself.
+@SuppressWarnings("exports")
 public final class RdmaMetrics implements MultiCollector {
     private static final Quantile[] NO_QUANTILES = new Quantile[0];
     private static final double[] QUANTILES = {0.5, 0.9, 0.99, 0.999};
+    /** {@link #QUANTILES} as percentiles. */
+    private static final double[] PERCENTILES = {50, 90, 99, 99.9};
     /** Finite bucket bounds of the latency histogram, seconds: RDMA round trips sit between them. */
     private static final double[] BUCKETS = {1e-6, 2e-6, 5e-6, 10e-6, 20e-6, 50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3,
             10e-3, 20e-3, 50e-3, 100e-3};
+    /** {@link #BUCKETS} in nanoseconds. */
+    private static final long[] BOUNDS_NANOS = java.util.Arrays.stream(BUCKETS).mapToLong(b -> Math.round(b * 1e9)).toArray();
     private final RdmaCounters counters;
     private final Predicate<String> devices;
     private final long readIntervalNanos;
@@ -306,16 +312,16 @@ public final class RdmaMetrics implements MultiCollector {
         boolean anyTracker = false;
         for (Map.Entry<String, Connection> e : new TreeMap<>(connections).entrySet()) {
             Labels labels = Labels.of("connection", e.getKey());
-            // one copy serves both families, so their counts and sums agree
-            Histogram h = e.getValue().latency().cumulative();
-            long count = h.getTotalCount();
-            double sumSeconds = count == 0 ? 0 : h.getMean() * count / 1e9;
+            // one view serves both families, so their counts and sums agree
+            io.jverbs.latency.LatencyDistribution d = e.getValue().latency().distribution(BOUNDS_NANOS, PERCENTILES);
+            long count = d.count();
+            double sumSeconds = d.sumNanos() / 1e9;
             histogram.dataPoint(HistogramDataPointSnapshot.builder().labels(labels).sum(sumSeconds)
-                    .classicHistogramBuckets(buckets(h)).build());
+                    .classicHistogramBuckets(buckets(d)).build());
             List<Quantile> qs = new ArrayList<>();
             if (count > 0) {
-                for (double q : QUANTILES) {
-                    qs.add(new Quantile(q, h.getValueAtPercentile(q * 100) / 1e9));
+                for (int i = 0; i < QUANTILES.length; i++) {
+                    qs.add(new Quantile(QUANTILES[i], d.valuesNanos()[i] / 1e9));
                 }
             }
             latency.dataPoint(SummaryDataPointSnapshot.builder().labels(labels).count(count).sum(sumSeconds)
@@ -339,22 +345,16 @@ public final class RdmaMetrics implements MultiCollector {
      * The histogram's values per bucket (not cumulative, as the client's model wants them), to the
      * recorder's precision: a value within 0.1 % of a bound may land in the bucket beside it.
      */
-    static ClassicHistogramBuckets buckets(Histogram h) {
+    static ClassicHistogramBuckets buckets(io.jverbs.latency.LatencyDistribution d) {
         double[] bounds = Arrays.copyOf(BUCKETS, BUCKETS.length + 1);
         bounds[BUCKETS.length] = Double.POSITIVE_INFINITY;
         long[] counts = new long[bounds.length];
-        long total = h.getTotalCount();
         long below = 0;
         for (int i = 0; i < BUCKETS.length; i++) {
-            long atOrBelow = 0;
-            if (total > 0) {
-                long boundNanos = Math.round(BUCKETS[i] * 1e9);
-                atOrBelow = h.getCountBetweenValues(0, Math.min(boundNanos, h.getHighestTrackableValue()));
-            }
-            counts[i] = atOrBelow - below;
-            below = atOrBelow;
+            counts[i] = d.countAtOrBelow()[i] - below;
+            below = d.countAtOrBelow()[i];
         }
-        counts[BUCKETS.length] = total - below;
+        counts[BUCKETS.length] = d.count() - below;
         return ClassicHistogramBuckets.of(bounds, counts);
     }
 }

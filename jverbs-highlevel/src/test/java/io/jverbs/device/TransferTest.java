@@ -52,7 +52,10 @@ class TransferTest {
             if (device.gidIndexEnv() >= 0) {
                 assertEquals(device.gidIndexEnv(), gid.index(), "the rig's GID index");
             }
-            assertTrue(ctx.deviceAttributes().maxQpWr() > 0, "device attributes read");
+            Context.DeviceAttributes attrs = ctx.deviceAttributes();
+            assertTrue(attrs.maxQpWr() > 0, "device attributes read");
+            // rxe reports 2^64 - 1, which a signed long shows as -1 unless clamped
+            assertTrue(attrs.maxMrSizeBytes() > 0, "max MR size " + attrs.maxMrSizeBytes() + " on " + device.name());
         }
     }
 

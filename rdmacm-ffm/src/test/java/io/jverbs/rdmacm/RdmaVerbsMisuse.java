@@ -22,7 +22,7 @@ public final class RdmaVerbsMisuse {
     private static final String HEAP = " is a heap segment, which native code cannot use: allocate it from an Arena";
 
     /** Every case: a name, the exception and message the check must give, the one wrong call. */
-    public static final List<Case> CASES = List.of(
+    static final List<Case> CASES = List.of(
             iae("rdma_post_recv: NULL mr", "rdma_post_recv: mr is NULL",
                     f -> RdmaVerbs.rdma_post_recv(id(f), 1, f.buf(64), 64, MemorySegment.NULL)),
             iae("rdma_post_send: heap addr with IBV_SEND_INLINE", "rdma_post_send: addr" + HEAP,
