@@ -220,7 +220,7 @@ class MisuseChildTest {
         });
         CASES.put("RDMA Read and an atomic on a UC queue pair", lb -> {
             // UC carries Write and Send only: the verbs would take the post and the device fail it
-            try (QueuePair uc = lb.client.pd.createQueuePair(QueuePairConfig.uc(lb.client.cq))) {
+            try (QueuePair uc = lb.client.pd.createQueuePair(QueuePairConfig.uc(lb.client.cq).withDepth(4, 4))) {
                 String read = MisuseTest.expect(UnsupportedOperationException.class, "needs an RC queue pair",
                         () -> uc.read(1, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true)).getMessage();
                 MisuseTest.expect(UnsupportedOperationException.class, "needs an RC queue pair",
