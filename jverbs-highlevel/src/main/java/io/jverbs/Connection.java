@@ -251,28 +251,29 @@ public final class Connection implements AutoCloseable {
      * @throws IllegalArgumentException when the offer does not fit a connection request
      */
     public static Connection connect(ProtectionDomain pd, String host, int port, Options options) {
-        Parts parts = parts(pd, options);
-        try {
-            for (int attempt = 1; ; attempt++) {
+        for (int attempt = 1; ; attempt++) {
+            // a queue pair of its own for each attempt: nothing of a refused request (its queue
+            // pair number, which the listener's kernel may remember) is carried into the next
+            Parts parts = parts(pd, options);
+            try {
                 postRing(parts.qp(), options);
-                try {
-                    CmConnection cm = RdmaCm.connect(parts.qp(), host, port, options.timeout(), options.offer());
-                    return new Connection(cm, parts.cq(), parts.poller());
-                } catch (RdmaCmException e) {
-                    if (!e.isRefusal() || attempt >= options.connectAttempts()) {
-                        throw e;
-                    }
+                CmConnection cm = RdmaCm.connect(parts.qp(), host, port, options.timeout(), options.offer());
+                return new Connection(cm, parts.cq(), parts.poller());
+            } catch (RdmaCmException e) {
+                parts.close();
+                if (!e.isRefusal() || attempt >= options.connectAttempts()) {
+                    throw e;
                 }
-                try {
-                    Thread.sleep(options.retryInterval());
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new RdmaCmException("interrupted between connect attempts", 0, io.jverbs.ibverbs.Errno.EINTR);
-                }
+            } catch (RuntimeException | Error e) {
+                parts.close();
+                throw e;
             }
-        } catch (RuntimeException | Error e) {
-            parts.close();
-            throw e;
+            try {
+                Thread.sleep(options.retryInterval());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new RdmaCmException("interrupted between connect attempts", 0, io.jverbs.ibverbs.Errno.EINTR);
+            }
         }
     }
 
