@@ -42,7 +42,7 @@ final class DeviceCheck {
         try (Context ctx = Rdma.open(device)) {
             ProtectionDomain pd = ctx.allocateProtectionDomain();
             CompletionQueue cq = ctx.createCompletionQueue(16);
-            QueuePair qp = pd.createQueuePair(QueuePairConfig.rc(cq));
+            QueuePair qp = pd.createQueuePair(QueuePairConfig.rc(cq).withDepth(8, 8));
             RegisteredBuffer buf = pd.allocate(4096, Access.REMOTE_WRITE);
             qp.connect(qp.localEndpoint());
             for (int i = 0; i < 16; i++) {
