@@ -183,16 +183,22 @@ public final class CompletionQueue extends Resource {
                     + ": a queue pair's completion queues and protection domain must come from the same Context");
         }
         ensureOpen("attach a " + kind);
-        int used = 0;
-        for (QueueEndpoint qp : attached) {
-            used += qp.entriesOn(this);
-        }
+        int used = entriesInUse();
         if (used + entries > deviceCapacity) {
             throw new IllegalArgumentException("the " + kind + " can have " + entries + " completions outstanding on "
                     + this + ", which has room for " + deviceCapacity + " and already serves queue pairs with " + used
                     + ": a completion queue smaller than its queue pairs' depths overruns and loses completions;"
                     + " create it with capacity " + (used + entries) + " or more, or use smaller depths");
         }
+    }
+
+    /** The completions the attached queue pairs can have outstanding here (their depths on this queue). */
+    private int entriesInUse() {
+        int used = 0;
+        for (QueueEndpoint qp : attached) {
+            used += qp.entriesOn(this);
+        }
+        return used;
     }
 
     /** Whether a {@link Poller} serves this queue. */
@@ -462,10 +468,7 @@ public final class CompletionQueue extends Resource {
     synchronized void attach(QueueEndpoint qp) {
         ensureOpen("attach a queue pair");
         if (!foreign) {
-            int used = 0;
-            for (QueueEndpoint q : attached) {
-                used += q.entriesOn(this);
-            }
+            int used = entriesInUse();
             if (used + qp.entriesOn(this) > deviceCapacity) {
                 throw new IllegalArgumentException(this + " has room for " + deviceCapacity + " completions; its queue"
                         + " pairs could have " + (used + qp.entriesOn(this)) + " outstanding");

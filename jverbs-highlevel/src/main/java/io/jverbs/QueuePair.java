@@ -993,7 +993,7 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     private CompletableFuture<WorkResult> async(String what, Poster poster) {
-        CompletionQueue queue = what.equals("Receive") ? config.receiveQueue() : config.sendQueue();
+        CompletionQueue queue = queueOf(what);
         OperationFuture<WorkResult> future = new OperationFuture<>(queue, what);
         synchronized (this) {
             ensureOpen(what);
@@ -1029,13 +1029,18 @@ public final class QueuePair extends QueueEndpoint {
         freeSlots[freeCount++] = slot;
     }
 
+    /** The queue whose poll completes an operation of this kind: receives on the receive queue, the rest on the send queue. */
+    private CompletionQueue queueOf(String what) {
+        return "Receive".equals(what) ? config.receiveQueue() : config.sendQueue();
+    }
+
     @Override
     void failPending(Throwable cause, CompletionQueue queue) {
         List<CompletableFuture<?>> fail = new ArrayList<>();
         synchronized (this) {
             for (int i = 0; i < pending.length; i++) {
                 CompletableFuture<?> f = pending[i];
-                CompletionQueue of = "Receive".equals(pendingWhat[i]) ? config.receiveQueue() : config.sendQueue();
+                CompletionQueue of = queueOf(pendingWhat[i]);
                 if (f != null && !f.isDone() && (queue == null || queue == of)) {
                     fail.add(f); // the slot stays taken: the request may still be in the device
                 }
@@ -1078,7 +1083,7 @@ public final class QueuePair extends QueueEndpoint {
             return;
         }
         for (int i = 0; i < late.size(); i++) {
-            CompletionQueue queue = lateWhat.get(i).equals("Receive") ? config.receiveQueue() : config.sendQueue();
+            CompletionQueue queue = queueOf(lateWhat.get(i));
             late.get(i).completeExceptionally(queue.isServed() || !queue.unattendedFor(now, UNATTENDED_NANOS)
                     ? new java.util.concurrent.TimeoutException(lateWhat.get(i) + " on queue pair " + number
                             + " had no completion within its operation timeout of " + config.operationTimeout().toMillis()
