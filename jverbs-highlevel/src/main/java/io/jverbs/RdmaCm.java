@@ -352,6 +352,7 @@ public final class RdmaCm {
             Channel.Event request = admitted(deadline, admit);
             MemorySegment child = request.id();
             Channel own = Channel.create();
+            boolean replied = false;
             try (Arena arena = Arena.ofConfined()) {
                 check("rdma_migrate_id", rdma_cma_h.rdma_migrate_id(child, own.channel));
                 requireSameDevice(child, qp.config().sendQueue().contextName());
@@ -359,15 +360,21 @@ public final class RdmaCm {
                 moveTo(child, qp, verbs_h.IBV_QPS_RTR);
                 moveTo(child, qp, verbs_h.IBV_QPS_RTS);
                 check("rdma_accept", rdma_cma_h.rdma_accept(child, connParam(arena, qp, privateData)));
+                replied = true;
                 own.expect(rdma_cma_h.RDMA_CM_EVENT_ESTABLISHED, deadline, "the connecting peer");
                 qp.markConnected();
                 return new CmConnection(qp, child, own, Handshake.decode(request.privateData()));
             } catch (RuntimeException | Error e) {
                 // The queue pair stops answering first (a peer that never completed the handshake
                 // must not keep writing into this side), then the request is refused and its id
-                // reaped: the kernel may hold that destroy for minutes, never on this thread.
+                // reaped off this thread. Once the reply went out, the id is destroyed without
+                // rdma_reject: the destroy cancels the reply's retransmissions and sends the
+                // reject itself, where rdma_reject would leave the reply retransmitting (and the
+                // id, with the process's exit, held by the kernel) until its retries run out.
                 qp.abandonConnect();
-                rdma_cma_h.rdma_reject(child, MemorySegment.NULL, (byte) 0);
+                if (!replied) {
+                    rdma_cma_h.rdma_reject(child, MemorySegment.NULL, (byte) 0);
+                }
                 reap(child, own);
                 throw e;
             }

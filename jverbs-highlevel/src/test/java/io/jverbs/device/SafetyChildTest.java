@@ -450,7 +450,6 @@ class SafetyChildTest {
             }
         });
 
-        // last: the kernel may hold the listener's id of a half-open handshake (and so this child's exit)
         CASES.put(HALF_OPEN, (lb, d) -> {
             Duration acceptTimeout = Duration.ofSeconds(5);
             try (Context serverCtx = Rdma.open(d.name()); Context clientCtx = Rdma.open(d.name());
@@ -587,12 +586,7 @@ class SafetyChildTest {
         String only = System.getenv().getOrDefault("JVERBS_SAFETY_ONLY", "");
         int ran = 0;
         for (String name : CASES.keySet()) {
-            // the half-open handshake runs on request only (JVERBS_SAFETY_HALF_OPEN=1, or named in
-            // JVERBS_SAFETY_ONLY): the kernel may hold the exiting child, and with it one device
-            // context and domain, for many minutes, past the end of the suite's leak check
-            boolean halfOpenAsked = "1".equals(System.getenv("JVERBS_SAFETY_HALF_OPEN"))
-                    || !only.isEmpty() && HALF_OPEN.contains(only);
-            if (!name.contains(only) || name.equals(HALF_OPEN) && !halfOpenAsked) {
+            if (!name.contains(only)) {
                 continue;
             }
             ran++;
@@ -627,37 +621,25 @@ class SafetyChildTest {
     }
 
     /**
-     * After the half-open case: the device's objects back to what they were before it. The kernel
-     * may hold the listener's rdma_cm id of the half-open handshake, and with it the child's exit,
-     * for minutes (seen: 17 s in one boot, over 4 minutes in another). Until then the child
-     * process keeps what librdmacm opens once per process (one device context and one protection
-     * domain, which it releases only at exit); everything jverbs made — queue pairs, completion
-     * queues, memory regions, rdma_cm ids — must be gone. This waits up to 60 s for the full
-     * baseline and otherwise accepts exactly that per-process pair, saying so.
+     * After the half-open case: the device's objects back to what they were before it, the
+     * child's exit included. The listener's rdma_cm id of a half-open handshake must not be held
+     * by the kernel (as it is when a reject follows the reply: the reply keeps retransmitting and
+     * the id's destroy, and with it the process's exit, waits for its retries to run out).
      */
     private static String waitForBaseline(TestDevice device, io.jverbs.ibverbs.device.RdmaResourceCounts before,
                                           String name, List<String> failed) throws Exception {
         long start = System.nanoTime();
         io.jverbs.ibverbs.device.RdmaResourceCounts now = before;
-        while (System.nanoTime() - start < 60_000_000_000L) {
+        while (System.nanoTime() - start < 20_000_000_000L) {
             now = io.jverbs.ibverbs.device.RdmaResourceCounts.read(device.name());
             if (now.differenceFrom(before).isEmpty()) {
                 return "; after the half-open handshake the device's objects were back to their count in "
-                        + (System.nanoTime() - start) / 1_000_000_000L + " s";
+                        + (System.nanoTime() - start) / 1_000_000 + " ms";
             }
-            Thread.sleep(1000);
+            Thread.sleep(200);
         }
-        for (java.util.Map.Entry<String, Long> e : now.counts().entrySet()) {
-            long extra = e.getValue() - before.counts().getOrDefault(e.getKey(), 0L);
-            boolean librdmacmPerProcess = e.getKey().equals("ctx") || e.getKey().equals("pd");
-            if (extra > (librdmacmPerProcess ? 1 : 0)) {
-                failed.add(name + ": 60 s after the case the device holds more than the exiting child's librdmacm"
-                        + " context and domain: " + now.differenceFrom(before));
-                return "";
-            }
-        }
-        return "; after the half-open handshake every object jverbs made was gone; the kernel still held the child's"
-                + " exit (its librdmacm context and domain: " + now.differenceFrom(before) + ") after 60 s";
+        failed.add(name + ": 20 s after the case the device still holds " + now.differenceFrom(before));
+        return "";
     }
 
     /** The child: one loopback connection on the environment's device, one case. */
