@@ -292,6 +292,26 @@ public final class Context extends Resource {
         }
     }
 
+    /** The device's type-2 memory windows: -1 not asked yet, else {@code max_mw} when it has type 2B windows, or 0. */
+    private int typeTwoWindows = -1;
+
+    /**
+     * How many type-2 memory windows the device offers ({@code max_mw}, when its capability flags
+     * include {@code IBV_DEVICE_MEM_WINDOW_TYPE_2B}), or 0 when it has none: asked once.
+     */
+    synchronized int typeTwoWindows() {
+        if (typeTwoWindows < 0) {
+            ensureOpen("query the device");
+            try (Arena scratch = Arena.ofConfined()) {
+                MemorySegment a = scratch.allocate(ibv_device_attr.LAYOUT);
+                int rc = verbs_h.ibv_query_device(context, a);
+                typeTwoWindows = rc == 0 && (ibv_device_attr.device_cap_flags(a)
+                        & verbs_h.IBV_DEVICE_MEM_WINDOW_TYPE_2B) != 0 ? Math.max(0, ibv_device_attr.max_mw(a)) : 0;
+            }
+        }
+        return typeTwoWindows;
+    }
+
     /**
      * {@code ibv_query_port}.
      *

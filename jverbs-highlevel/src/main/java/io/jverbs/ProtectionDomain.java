@@ -165,7 +165,9 @@ public final class ProtectionDomain extends Resource {
         MemorySegment mr;
         synchronized (this) {
             ensureOpen("register memory");
-            mr = InlineVerbs.ibv_reg_mr(pd, memory, memory.byteSize(), Access.flags(rights, !readOnly));
+            // a device with type-2 windows may share a range of any buffer through one (QueuePair.openWindowAsync)
+            int windows = context().typeTwoWindows() > 0 ? verbs_h.IBV_ACCESS_MW_BIND : 0;
+            mr = InlineVerbs.ibv_reg_mr(pd, memory, memory.byteSize(), Access.flags(rights, !readOnly) | windows);
             if (mr.address() == 0) {
                 int errno = Native.lastErrno();
                 String hint = regionHint(errno, memory.byteSize(), isSoftRoce(context().name()));
@@ -189,7 +191,7 @@ public final class ProtectionDomain extends Resource {
     }
 
     /** Adds {@code rights} to the domain's; connected queue pairs that follow the domain are widened. */
-    private void grantRemoteAccess(Set<Access> rights) {
+    void grantRemoteAccess(Set<Access> rights) {
         java.util.List<Resource> kids;
         synchronized (this) {
             if (granted.containsAll(rights)) {

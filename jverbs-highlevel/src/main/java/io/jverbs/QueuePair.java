@@ -988,6 +988,259 @@ public final class QueuePair extends QueueEndpoint {
                 remote, remoteOffset, 0, add, 0, true, "fetch-and-add"));
     }
 
+    // ---- the same with slices: both ranges as values ----
+
+    /**
+     * RDMA Write of a local slice into a remote range of the same length, completed asynchronously.
+     *
+     * @param from the source
+     * @param to   the destination, exactly {@code from.length()} bytes (needs {@link Access#REMOTE_WRITE})
+     * @return as {@link #writeAsync(RegisteredBuffer, long, int, RemoteBuffer, long)}
+     * @throws IllegalArgumentException when the lengths differ, or {@code to} lacks the right
+     * @throws IllegalStateException    when not connected, in error, or closed
+     * @throws WrongThreadException     when the queue pair is confined to another thread
+     */
+    public CompletableFuture<WorkResult> writeAsync(Slice from, RemoteBuffer to) {
+        from.requireSameLength(to, "RDMA Write");
+        return writeAsync(from.buffer(), from.offset(), from.length(), to, 0);
+    }
+
+    /**
+     * RDMA Write with immediate of a local slice into a remote range of the same length.
+     *
+     * @param from      the source
+     * @param to        the destination, exactly {@code from.length()} bytes
+     * @param immediate 32 bits for the peer's receive
+     * @return as {@link #writeWithImmediateAsync(RegisteredBuffer, long, int, RemoteBuffer, long, int)}
+     * @throws IllegalArgumentException when the lengths differ, or {@code to} lacks the right
+     * @throws IllegalStateException    when not connected, in error, or closed
+     * @throws WrongThreadException     when the queue pair is confined to another thread
+     */
+    public CompletableFuture<WorkResult> writeWithImmediateAsync(Slice from, RemoteBuffer to, int immediate) {
+        from.requireSameLength(to, "RDMA Write with immediate");
+        return writeWithImmediateAsync(from.buffer(), from.offset(), from.length(), to, 0, immediate);
+    }
+
+    /**
+     * RDMA Read of a remote range into a local slice of the same length.
+     *
+     * @param into the destination
+     * @param from the source, exactly {@code into.length()} bytes (needs {@link Access#REMOTE_READ})
+     * @return as {@link #readAsync(RegisteredBuffer, long, int, RemoteBuffer, long)}
+     * @throws IllegalArgumentException      when the lengths differ, {@code from} lacks the right, or
+     *                                       {@code into} is read-only
+     * @throws IllegalStateException         when not connected, in error, or closed
+     * @throws WrongThreadException          when the queue pair is confined to another thread
+     * @throws UnsupportedOperationException when the queue pair is UC
+     */
+    public CompletableFuture<WorkResult> readAsync(Slice into, RemoteBuffer from) {
+        into.requireSameLength(from, "RDMA Read");
+        return readAsync(into.buffer(), into.offset(), into.length(), from, 0);
+    }
+
+    /**
+     * Send of a local slice.
+     *
+     * @param from the message
+     * @return as {@link #sendAsync(RegisteredBuffer, long, int)}
+     * @throws IllegalStateException when not connected, in error, or closed
+     * @throws WrongThreadException  when the queue pair is confined to another thread
+     */
+    public CompletableFuture<WorkResult> sendAsync(Slice from) {
+        return sendAsync(from.buffer(), from.offset(), from.length());
+    }
+
+    /**
+     * Send with immediate of a local slice.
+     *
+     * @param from      the message
+     * @param immediate 32 bits for the peer
+     * @return as {@link #sendWithImmediateAsync(RegisteredBuffer, long, int, int)}
+     * @throws IllegalStateException when not connected, in error, or closed
+     * @throws WrongThreadException  when the queue pair is confined to another thread
+     */
+    public CompletableFuture<WorkResult> sendWithImmediateAsync(Slice from, int immediate) {
+        return sendWithImmediateAsync(from.buffer(), from.offset(), from.length(), immediate);
+    }
+
+    /**
+     * Receive into a local slice.
+     *
+     * @param into where the peer's message lands (at most {@code into.length()} bytes)
+     * @return as {@link #receiveAsync(RegisteredBuffer, long, int)}
+     * @throws IllegalArgumentException when {@code into} is read-only
+     * @throws IllegalStateException    when closed
+     */
+    public CompletableFuture<WorkResult> receiveAsync(Slice into) {
+        return receiveAsync(into.buffer(), into.offset(), into.length());
+    }
+
+    /**
+     * Compare-and-swap on an 8-byte remote range; the old value lands in an 8-byte local slice.
+     *
+     * @param result  8 bytes for the value found
+     * @param target  8 bytes, 8-aligned (needs {@link Access#REMOTE_ATOMIC})
+     * @param compare the expected value
+     * @param swap    the new value
+     * @return as {@link #compareAndSwapAsync(RegisteredBuffer, long, RemoteBuffer, long, long, long)}
+     * @throws IllegalArgumentException      when a range is not 8 bytes, or {@code target} lacks the right
+     * @throws IllegalStateException         when not connected, in error, or closed
+     * @throws UnsupportedOperationException when the queue pair is UC
+     */
+    public CompletableFuture<WorkResult> compareAndSwapAsync(Slice result, RemoteBuffer target, long compare,
+                                                             long swap) {
+        requireAtomicWidth(result, target, "compare-and-swap");
+        return compareAndSwapAsync(result.buffer(), result.offset(), target, 0, compare, swap);
+    }
+
+    /**
+     * Fetch-and-add on an 8-byte remote range; the old value lands in an 8-byte local slice.
+     *
+     * @param result 8 bytes for the value found
+     * @param target 8 bytes, 8-aligned (needs {@link Access#REMOTE_ATOMIC})
+     * @param add    the value to add
+     * @return as {@link #fetchAndAddAsync(RegisteredBuffer, long, RemoteBuffer, long, long)}
+     * @throws IllegalArgumentException      when a range is not 8 bytes, or {@code target} lacks the right
+     * @throws IllegalStateException         when not connected, in error, or closed
+     * @throws UnsupportedOperationException when the queue pair is UC
+     */
+    public CompletableFuture<WorkResult> fetchAndAddAsync(Slice result, RemoteBuffer target, long add) {
+        requireAtomicWidth(result, target, "fetch-and-add");
+        return fetchAndAddAsync(result.buffer(), result.offset(), target, 0, add);
+    }
+
+    private static void requireAtomicWidth(Slice result, RemoteBuffer target, String what) {
+        if (result.length() != 8 || target.length() != 8) {
+            throw new IllegalArgumentException(what + " works on 8 bytes: the local slice has " + result.length()
+                    + " and the remote range " + target.length());
+        }
+    }
+
+    /**
+     * {@link #openWindowAsync(RegisteredBuffer, long, long, Access...)} for a slice.
+     *
+     * @param range  the range to share
+     * @param rights what the peer may do in it
+     * @return completes with the bound window
+     * @throws UnsupportedOperationException when the device has no type-2 windows, or the queue pair is not RC
+     * @throws IllegalArgumentException      as the buffer form
+     * @throws IllegalStateException         when not connected, in error, or closed
+     */
+    public CompletableFuture<MemoryWindow> openWindowAsync(Slice range, Access... rights) {
+        return openWindowAsync(range.buffer(), range.offset(), range.length(), rights);
+    }
+
+    // ---- memory windows ----
+
+    /**
+     * Shares one range of a buffer with this queue pair's peer through a new type-2 memory
+     * window, with its own rkey and only the rights given: the peer reaches nothing outside the
+     * range, nothing beyond the rights, and only through this queue pair, until the window is
+     * invalidated or closed ({@link MemoryWindow}). The buffer's own rkey is never involved, so a
+     * buffer registered with no remote rights at all can be shared this way.
+     *
+     * <p>The window is bound on this queue pair's send queue ({@code IBV_WR_BIND_MW}), so the
+     * future completes when this queue pair's completions are polled, as any other future does.
+     * The queue pair's own remote access is widened to {@code rights} when it follows its domain's
+     * rights (the default); a queue pair given explicit rights
+     * ({@link QueuePairConfig#withRemoteAccess}) must already include them.
+     *
+     * @param buffer a buffer of this queue pair's protection domain; it stays registered while
+     *               the window is open (closing it closes the window first)
+     * @param offset the range's first byte in {@code buffer}
+     * @param length the range's bytes, at least 1
+     * @param rights what the peer may do in the range: at least one of {@link Access}
+     * @return completes with the bound window (send {@link MemoryWindow#remote()} to the peer);
+     *         fails as the queue pair's other operations do, and then frees the window
+     * @throws UnsupportedOperationException when the device has no type-2 windows (see
+     *                                       {@link MemoryWindow}), or the queue pair is not RC
+     * @throws IllegalArgumentException      when {@code rights} is empty, grants write or atomics
+     *                                       over a read-only buffer, exceeds this queue pair's
+     *                                       explicit remote access, or the buffer belongs to another
+     *                                       protection domain
+     * @throws IndexOutOfBoundsException     when the range lies outside the buffer
+     * @throws IllegalStateException         when not connected, in error, or closed
+     * @throws io.jverbs.ibverbs.VerbsException when {@code ibv_alloc_mw} fails
+     */
+    public CompletableFuture<MemoryWindow> openWindowAsync(RegisteredBuffer buffer, long offset, long length,
+                                                           Access... rights) {
+        String what = "bind a memory window";
+        requireReliable(what);
+        java.util.Set<Access> wanted = rights.length == 0 ? java.util.EnumSet.noneOf(Access.class)
+                : java.util.EnumSet.of(rights[0], rights);
+        if (wanted.isEmpty()) {
+            throw new IllegalArgumentException(what + ": give the peer at least one right (REMOTE_READ, REMOTE_WRITE,"
+                    + " REMOTE_ATOMIC)");
+        }
+        if (length <= 0) {
+            throw new IllegalArgumentException(what + ": a window covers at least 1 byte, not " + length);
+        }
+        boolean deviceWrites = wanted.contains(Access.REMOTE_WRITE) || wanted.contains(Access.REMOTE_ATOMIC);
+        buffer.checkUse(pd, offset, length, deviceWrites, what);
+        if (config.remoteAccess() != null && !config.remoteAccess().containsAll(wanted)) {
+            throw new IllegalArgumentException(what + ": queue pair " + number + " grants only " + config.remoteAccess()
+                    + " (QueuePairConfig.withRemoteAccess); the peer's requests through a window with " + wanted
+                    + " would fail");
+        }
+        int windows = pd.context().typeTwoWindows();
+        if (windows == 0) {
+            throw new UnsupportedOperationException(what + ": device " + pd.context().name() + " has no type-2 memory"
+                    + " windows (IBV_DEVICE_MEM_WINDOW_TYPE_2B, max_mw; see ibv_devinfo -v): share a buffer registered"
+                    + " for the purpose instead");
+        }
+        ensureOpen(what);
+        if (state != State.CONNECTED) {
+            throw notPostable(what);
+        }
+        pd.grantRemoteAccess(wanted);
+        MemoryWindow window = MemoryWindow.allocate(this, buffer, buffer.address() + offset, length, wanted);
+        int access = Access.flags(wanted, false);
+        CompletableFuture<WorkResult> bound;
+        try {
+            bound = async(what, id -> postWindowRequest(id, window, buffer, access, true, what));
+        } catch (RuntimeException e) {
+            window.close();
+            throw e;
+        }
+        return bound.handle((r, t) -> {
+            if (t != null) {
+                window.close();
+                throw t instanceof java.util.concurrent.CompletionException ce ? ce
+                        : new java.util.concurrent.CompletionException(t);
+            }
+            window.bound();
+            return window;
+        });
+    }
+
+    /** Revokes {@code window}'s binding on this send queue ({@code IBV_WR_LOCAL_INV}). */
+    CompletableFuture<WorkResult> invalidate(MemoryWindow window, int rkey) {
+        String what = "invalidate a memory window";
+        return async(what, id -> postWindowRequest(id, window, null, rkey, false, what));
+    }
+
+    /** Posts a window's bind ({@code bind}: {@code value} is the access flags) or invalidation ({@code value} is the rkey). */
+    private int postWindowRequest(long wrId, MemoryWindow window, RegisteredBuffer buffer, int value, boolean bind,
+                                  String what) {
+        posting.lock(what);
+        try {
+            checkPostable(what);
+            if (signalOrFull(true) == FULL) {
+                return SEND_QUEUE_FULL;
+            }
+            long wr = scratchAddress + SEND_WR;
+            if (bind) {
+                WorkRequests.bindWindow(wr, wrId, verbs_h.IBV_SEND_SIGNALED, window.raw().address(), window.rkey(),
+                        buffer.handle().address(), window.remoteAddress(), window.length(), value);
+            } else {
+                WorkRequests.localInvalidate(wr, wrId, verbs_h.IBV_SEND_SIGNALED, value);
+            }
+            return submit(wr, 0, true);
+        } finally {
+            posting.unlock();
+        }
+    }
+
     private interface Poster {
         int post(long wrId);
     }

@@ -157,7 +157,10 @@ public final class RegisteredBuffer extends Resource {
     }
 
     /**
-     * A part of this buffer as a peer addresses it.
+     * A part of this buffer as a peer addresses it. It carries the whole region's rkey: a peer
+     * that ignores the range can reach the rest of the buffer. To share only the part, with
+     * rights of its own and revocable, bind a memory window over it
+     * ({@link QueuePair#openWindowAsync(Slice, Access...)}).
      *
      * @param offset bytes from the start
      * @param bytes  length
@@ -166,6 +169,18 @@ public final class RegisteredBuffer extends Resource {
      */
     public RemoteBuffer remote(long offset, long bytes) {
         return remote().slice(offset, bytes);
+    }
+
+    /**
+     * A range of this buffer as a value, for the slice-taking operations of {@link QueuePair}.
+     *
+     * @param offset the first byte
+     * @param bytes  the range's length
+     * @return the slice
+     * @throws IndexOutOfBoundsException when the range lies outside the buffer
+     */
+    public Slice slice(long offset, int bytes) {
+        return new Slice(this, offset, bytes);
     }
 
     @Override
@@ -262,6 +277,29 @@ public final class RegisteredBuffer extends Resource {
             close();
         } catch (RuntimeException e) {
             System.getLogger("io.jverbs").log(System.Logger.Level.WARNING, "releasing " + this + " failed", e);
+        }
+    }
+
+    /** Memory windows bound over this buffer: closed before it, since a bound window keeps the region busy. */
+    private final java.util.List<MemoryWindow> windows = new java.util.ArrayList<>();
+
+    synchronized void addWindow(MemoryWindow window) {
+        ensureOpen("bind a memory window");
+        windows.add(window);
+    }
+
+    synchronized void removeWindow(MemoryWindow window) {
+        windows.remove(window);
+    }
+
+    @Override
+    void beforeClose() {
+        java.util.List<MemoryWindow> open;
+        synchronized (this) {
+            open = new java.util.ArrayList<>(windows);
+        }
+        for (MemoryWindow w : open) {
+            w.close();
         }
     }
 

@@ -17,7 +17,7 @@ import java.util.List;
  * close of anything that would close it, is accepted only from that thread.
  */
 public abstract sealed class Resource implements AutoCloseable
-        permits Context, ProtectionDomain, RegisteredBuffer, CompletionQueue, QueueEndpoint {
+        permits Context, ProtectionDomain, RegisteredBuffer, CompletionQueue, QueueEndpoint, MemoryWindow {
     private final String kind;
     private final Resource parent;
     private final List<Resource> children = new ArrayList<>();

@@ -161,6 +161,29 @@ final class WorkRequests {
     }
 
     /** The RDMA union part: remote address and rkey. */
+    /** Fills a type-2 window bind: {@code [address, address + length)} of region {@code mr}, with {@code access}. */
+    static void bindWindow(long wr, long wrId, int flags, long mw, int rkey, long mr, long address, long length,
+                           int access) {
+        ALL.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId);
+        pair(ALL, wr + ibv_send_wr.num_sge$OFFSET, 0, io.jverbs.ibverbs.raw.verbs_h.IBV_WR_BIND_MW);
+        pair(ALL, wr + ibv_send_wr.send_flags$OFFSET, flags, 0);
+        long b = wr + ibv_send_wr.bind_mw$OFFSET;
+        ALL.set(LONG, b + ibv_send_wr.bind_mw.mw$OFFSET, mw);
+        ALL.set(INT, b + ibv_send_wr.bind_mw.rkey$OFFSET, rkey);
+        long info = b + ibv_send_wr.bind_mw.bind_info$OFFSET;
+        ALL.set(LONG, info + io.jverbs.ibverbs.raw.ibv_mw_bind_info.mr$OFFSET, mr);
+        ALL.set(LONG, info + io.jverbs.ibverbs.raw.ibv_mw_bind_info.addr$OFFSET, address);
+        ALL.set(LONG, info + io.jverbs.ibverbs.raw.ibv_mw_bind_info.length$OFFSET, length);
+        ALL.set(INT, info + io.jverbs.ibverbs.raw.ibv_mw_bind_info.mw_access_flags$OFFSET, access);
+    }
+
+    /** Fills a local invalidation of {@code rkey} (host byte order, unlike an immediate). */
+    static void localInvalidate(long wr, long wrId, int flags, int rkey) {
+        ALL.set(LONG, wr + ibv_send_wr.wr_id$OFFSET, wrId);
+        pair(ALL, wr + ibv_send_wr.num_sge$OFFSET, 0, io.jverbs.ibverbs.raw.verbs_h.IBV_WR_LOCAL_INV);
+        pair(ALL, wr + ibv_send_wr.send_flags$OFFSET, flags, rkey);
+    }
+
     static void rdma(long wrAddress, long remoteAddress, int rkey) {
         rdma(ALL, wrAddress, remoteAddress, rkey);
     }

@@ -1,0 +1,194 @@
+package io.jverbs;
+
+import io.jverbs.ibverbs.InlineVerbs;
+import io.jverbs.ibverbs.Native;
+import io.jverbs.ibverbs.VerbsException;
+import io.jverbs.ibverbs.raw.ibv_mw;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A type-2 memory window: one range of a {@link RegisteredBuffer} shared with the peer of one RC
+ * queue pair, with its own rkey and its own rights, revocable at any time. What a peer holds
+ * ({@link #remote()}) reaches only that range, only with those rights, only through that queue
+ * pair, and only until the window is invalidated or closed; the buffer's own rkey is never sent.
+ *
+ * <p>Made by {@link QueuePair#openWindowAsync}, which binds the window on the queue pair's send
+ * queue ({@code IBV_WR_BIND_MW}). {@link #invalidateAsync()} revokes it there
+ * ({@code IBV_WR_LOCAL_INV}); after that the peer's requests with its rkey fail with a remote
+ * access error (and its queue pair with them). {@link #close()} frees the window
+ * ({@code ibv_dealloc_mw}), which also revokes it.
+ *
+ * <p>Devices: memory windows need {@code IBV_DEVICE_MEM_WINDOW_TYPE_2B} and {@code max_mw > 0}
+ * ({@code ibv_devinfo -v}). Soft-RoCE (rxe) has both on Linux 6.1 and 6.12; ConnectX (mlx5)
+ * devices have them too. Where the device has none, {@link QueuePair#openWindowAsync} throws
+ * {@link UnsupportedOperationException}: share a buffer registered for just that purpose instead.
+ *
+ * <p><b>Soft-RoCE does not enforce a window's range.</b> On rxe (seen on Linux 6.1 and 6.12) the
+ * rkey, the rights and the revocation hold, but the responder checks a peer's address range
+ * against the whole registered region, not the window: a peer that claims a longer range than
+ * {@link #remote()} gave it can write past the window's end, inside the region. A jverbs peer
+ * cannot (its {@link RemoteBuffer} ranges are checked before posting); against an untrusted peer
+ * on rxe, register the shared range as its own buffer.
+ *
+ * <p>Ownership: the window is a child of its queue pair (closed with it, before it) and is closed
+ * when its buffer closes. Thread-safety: all methods may be called from any thread;
+ * {@link #invalidateAsync()} posts on the queue pair, under its rules (a confined queue pair only
+ * from its thread).
+ */
+public final class MemoryWindow extends Resource {
+    private final QueuePair qp;
+    private final RegisteredBuffer buffer;
+    private final MemorySegment mw;
+    private final long address;
+    private final long length;
+    private final Set<Access> rights;
+    private final int rkey;
+    /** Bound on the device and not revoked since. */
+    private volatile boolean valid;
+
+    private MemoryWindow(QueuePair qp, RegisteredBuffer buffer, MemorySegment mw, long address, long length,
+                         Set<Access> rights) {
+        super("memory window", qp);
+        this.qp = qp;
+        this.buffer = buffer;
+        this.mw = mw;
+        this.address = address;
+        this.length = length;
+        this.rights = Set.copyOf(rights);
+        // the key a bind gives the window: its allocated key with the next value of its low byte,
+        // so an rkey of an earlier binding of this window never matches
+        this.rkey = InlineVerbs.ibv_inc_rkey(ibv_mw.rkey(mw));
+    }
+
+    /** Allocates a window in {@code qp}'s domain for {@code [address, address + length)} of {@code buffer}; not bound yet. */
+    static MemoryWindow allocate(QueuePair qp, RegisteredBuffer buffer, long address, long length, Set<Access> rights) {
+        MemorySegment mw = InlineVerbs.ibv_alloc_mw(qp.protectionDomain().handle(),
+                io.jverbs.ibverbs.raw.verbs_h.IBV_MW_TYPE_2);
+        if (mw.address() == 0) {
+            throw VerbsException.of("ibv_alloc_mw", Native.lastErrno());
+        }
+        MemoryWindow w = new MemoryWindow(qp, buffer, mw.reinterpret(ibv_mw.sizeof()), address, length, rights);
+        try {
+            w.adoptedByParent();
+            buffer.addWindow(w);
+        } catch (RuntimeException e) {
+            w.close();
+            throw e;
+        }
+        return w;
+    }
+
+    void bound() {
+        valid = true;
+    }
+
+    /**
+     * Returns what the peer needs to reach the window's range: its address, length, rkey and
+     * rights. Send it to the peer (in a {@link Handshake}, or as a message).
+     *
+     * @return the window's range as the peer addresses it
+     * @throws IllegalStateException when the window was invalidated or closed
+     */
+    public RemoteBuffer remote() {
+        if (!valid || isClosed()) {
+            throw new IllegalStateException(this + " was " + (isClosed() ? "closed" : "invalidated")
+                    + ": it shares nothing any more");
+        }
+        return new RemoteBuffer(address, length, rkey, rights);
+    }
+
+    /**
+     * Whether the window is bound and not revoked.
+     *
+     * @return true until {@link #invalidateAsync()} completes or {@link #close()} is called
+     */
+    public boolean isValid() {
+        return valid && !isClosed();
+    }
+
+    /**
+     * Returns the buffer the window shares a range of.
+     *
+     * @return its buffer
+     */
+    public RegisteredBuffer buffer() {
+        return buffer;
+    }
+
+    /**
+     * Returns the queue pair the window is bound on: the only one through which the peer reaches it.
+     *
+     * @return its queue pair
+     */
+    public QueuePair queuePair() {
+        return qp;
+    }
+
+    /**
+     * Revokes the window on its queue pair's send queue ({@code IBV_WR_LOCAL_INV}). Once the
+     * future completes, a peer's request with the window's rkey fails with a remote access error.
+     * The window stays allocated until {@link #close()}.
+     *
+     * @return completes when the device has revoked the window; fails as the queue pair's other
+     *         operations do ({@link CompletionFailedException}, {@link QueueFullException})
+     * @throws IllegalStateException when the window or its queue pair is closed, or the queue pair
+     *                               is not connected
+     */
+    public CompletableFuture<Void> invalidateAsync() {
+        ensureOpen("invalidate it");
+        return qp.invalidate(this, rkey).thenApply(r -> {
+            valid = false;
+            return null;
+        });
+    }
+
+    long remoteAddress() {
+        return address;
+    }
+
+    /**
+     * The bytes the window covers.
+     *
+     * @return its length
+     */
+    public long length() {
+        return length;
+    }
+
+    /**
+     * The window's rkey, as the peer uses it.
+     *
+     * @return the rkey of the binding
+     */
+    public int rkey() {
+        return rkey;
+    }
+
+    @Override
+    public synchronized MemorySegment handle() {
+        ensureOpen("use its handle");
+        return mw;
+    }
+
+    MemorySegment raw() {
+        return mw;
+    }
+
+    @Override
+    void destroyNative() {
+        valid = false;
+        buffer.removeWindow(this);
+        int rc = InlineVerbs.ibv_dealloc_mw(mw);
+        VerbsException.check("ibv_dealloc_mw", rc, Native.lastErrno());
+    }
+
+    @Override
+    public String toString() {
+        return "memory window rkey 0x" + Integer.toHexString(rkey) + " over " + length + " B at 0x"
+                + Long.toHexString(address) + " " + rights + " on queue pair " + qp.number()
+                + (isClosed() ? " (closed)" : valid ? "" : " (not bound)");
+    }
+}
