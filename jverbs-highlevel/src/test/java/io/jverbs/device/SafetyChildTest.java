@@ -411,6 +411,31 @@ class SafetyChildTest {
             return "close returned in " + closeMs + " ms, the accept ended in " + endMs + " ms: " + t.getMessage();
         });
 
+        // ---- memory windows and slices ----
+        CASES.put("a memory window over a buffer of another protection domain", (lb, d) -> refused(
+                IllegalArgumentException.class, "protection domain",
+                () -> lb.server.qp.openWindowAsync(lb.client.buffer.slice(0, 64), Access.REMOTE_WRITE)));
+        CASES.put("a memory window granting write over a read-only buffer", (lb, d) -> {
+            RegisteredBuffer ro = lb.server.pd.register(Arena.ofAuto().allocate(4096, 4096).asReadOnly(),
+                    Access.REMOTE_READ);
+            return refused(IllegalArgumentException.class, "read-only",
+                    () -> lb.server.qp.openWindowAsync(ro.slice(0, 64), Access.REMOTE_WRITE));
+        });
+        CASES.put("invalidate a memory window after its queue pair closed", (lb, d) -> {
+            lb.server.startPoller();
+            io.jverbs.MemoryWindow w = lb.server.qp.openWindowAsync(lb.server.buffer.slice(0, 64), Access.REMOTE_WRITE)
+                    .get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            lb.server.qp.close();
+            if (!w.isClosed()) {
+                throw new LoopbackChild.Unchecked("the queue pair closed but its window is open");
+            }
+            String invalidate = refused(IllegalStateException.class, "closed", w::invalidateAsync);
+            return invalidate + "; " + refused(IllegalStateException.class, "closed", w::remote);
+        });
+        CASES.put("a slice write into a remote range of another length", (lb, d) -> refused(
+                IllegalArgumentException.class, "same length",
+                () -> lb.client.qp.writeAsync(lb.client.buffer.slice(0, 64), lb.serverRemote().slice(0, 4096))));
+
         // ---- remote rights ----
         CASES.put("a queue pair granting no remote rights refuses the peer's write", (lb, d) -> {
             QueuePair locked = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(8, 8)
