@@ -3,7 +3,7 @@ package io.jverbs;
 import io.jverbs.ibverbs.InlineVerbs;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.VerbsException;
-import io.jverbs.ibverbs.internal.NativeAccess;
+import io.jverbs.ibverbs.internal.DataPath;
 import io.jverbs.ibverbs.raw.ibv_comp_channel;
 import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_context_ops;
@@ -11,15 +11,11 @@ import io.jverbs.ibverbs.raw.ibv_cq;
 import io.jverbs.ibverbs.raw.verbs_h;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.util.Arrays;
 import java.util.function.Consumer;
 
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * A completion queue: where the device reports finished work requests. {@link #poll} takes them
@@ -41,10 +37,6 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 public final class CompletionQueue extends Resource {
     /** How many completions one {@link #poll} can take at most. */
     public static final int MAX_BATCH = 64;
-    /** The provider's poll_cq, bound as a constant address when the first completion queue is made. */
-    private static final NativeAccess.PinnedDowncall POLL_CQ_PIN = NativeAccess.pinnableDowncall(
-            FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), true);
-    private static final MethodHandle POLL_CQ = POLL_CQ_PIN.invoker();
     private static final System.Logger LOG = System.getLogger("io.jverbs");
 
     private final Context context;
@@ -106,7 +98,8 @@ public final class CompletionQueue extends Resource {
         // The provider's poll_cq, resolved once: a context's ops table never changes.
         MemorySegment ctx = ibv_cq.context(cq.reinterpret(ibv_cq.sizeof())).reinterpret(ibv_context.sizeof());
         this.pollFn = WorkRequests.providerOp(ctx, ibv_context_ops.poll_cq$OFFSET, "ibv_poll_cq");
-        POLL_CQ_PIN.pin(pollFn); // here, not in a poll: pinning is a VM operation (see PinnedDowncall)
+        // the provider's poll_cq as a constant address; here, not in a poll: pinning is a VM operation
+        DataPath.pinPollCq(pollFn);
     }
 
     static CompletionQueue create(Context context, int capacity, boolean events, boolean confined) {
@@ -355,11 +348,7 @@ public final class CompletionQueue extends Resource {
         ensureOpen("poll");
         pollCount++;
         int n;
-        try {
-            n = (int) POLL_CQ.invokeExact(pollFn, cqAddress, max, wcAddress);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        n = DataPath.pollCq(pollFn, cqAddress, max, wcAddress);
         if (n < 0) {
             throw new VerbsException("ibv_poll_cq", -n == 0 ? 5 : Math.abs(n), "the completion queue reported an error");
         }

@@ -1,17 +1,14 @@
 package io.jverbs;
 
-import io.jverbs.ibverbs.UnsupportedVerbException;
+import io.jverbs.ibverbs.internal.DataPath;
 import io.jverbs.ibverbs.internal.NativeAccess;
-import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_context_ops;
 import io.jverbs.ibverbs.raw.ibv_recv_wr;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
 import io.jverbs.ibverbs.raw.ibv_sge;
 
-import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 
 /** Filling {@code ibv_send_wr} / {@code ibv_recv_wr} and their one SGE in place, shared by the queue-pair kinds and batches. */
 final class WorkRequests {
@@ -19,18 +16,8 @@ final class WorkRequests {
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
     /** All of memory: the queues' own request memory is written by absolute address (no per-access scope checks). */
     private static final MemorySegment ALL = NativeAccess.everything();
-    /**
-     * {@code int post(qp, wr, bad_wr)}, the shape of the provider's post_send and post_recv:
-     * critical (short, never blocking; the provider's queue lock is held only inside the call),
-     * pointers passed as words after the callers' own checks.
-     */
-    private static final FunctionDescriptor POST_SHAPE = FunctionDescriptor.of(ValueLayout.JAVA_INT,
-            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG);
-    /** post_send and post_recv, each bound to the provider's address when the first queue pair is made. */
-    private static final NativeAccess.PinnedDowncall POST_SEND_PIN = NativeAccess.pinnableDowncall(POST_SHAPE, true);
-    private static final NativeAccess.PinnedDowncall POST_RECV_PIN = NativeAccess.pinnableDowncall(POST_SHAPE, true);
-    private static final MethodHandle POST_SEND = POST_SEND_PIN.invoker();
-    private static final MethodHandle POST_RECV = POST_RECV_PIN.invoker();
+    // post_send and post_recv are called through ibverbs-ffm's DataPath, the data path's one
+    // binding of the provider's entry points (critical, pinned to the provider's address)
 
     private WorkRequests() {
     }
@@ -206,42 +193,30 @@ final class WorkRequests {
 
     /** Calls a provider's post_send; returns its errno (0: posted). */
     static int post(MemorySegment fn, long qp, long wr, long badWr) {
-        try {
-            return (int) POST_SEND.invokeExact(fn, qp, wr, badWr);
-        } catch (Throwable t) {
-            throw CompletionQueue.rethrow(t);
-        }
+        return DataPath.postSend(fn, qp, wr, badWr);
     }
 
     /** Calls a provider's post_recv; returns its errno (0: posted). */
     static int postReceive(MemorySegment fn, long qp, long wr, long badWr) {
-        try {
-            return (int) POST_RECV.invokeExact(fn, qp, wr, badWr);
-        } catch (Throwable t) {
-            throw CompletionQueue.rethrow(t);
-        }
+        return DataPath.postRecv(fn, qp, wr, badWr);
     }
 
     /** The provider's post_send, resolved once per queue and bound as the constant address of {@link #post}. */
     static MemorySegment postSendOp(MemorySegment context) {
         MemorySegment fn = providerOp(context, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
-        POST_SEND_PIN.pin(fn);
+        DataPath.pinPostSend(fn);
         return fn;
     }
 
     /** The provider's post_recv, resolved once per queue and bound as the constant address of {@link #postReceive}. */
     static MemorySegment postRecvOp(MemorySegment context) {
         MemorySegment fn = providerOp(context, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
-        POST_RECV_PIN.pin(fn);
+        DataPath.pinPostRecv(fn);
         return fn;
     }
 
     /** A provider entry point from {@code context->ops}, resolved once per queue (the ops never change). */
     static MemorySegment providerOp(MemorySegment context, long slot, String verb) {
-        MemorySegment fn = context.get(ValueLayout.ADDRESS, ibv_context.ops$OFFSET + slot);
-        if (fn.address() == 0) {
-            throw new UnsupportedVerbException(verb, "the provider leaves this op empty");
-        }
-        return fn;
+        return DataPath.providerOp(context, slot, verb);
     }
 }

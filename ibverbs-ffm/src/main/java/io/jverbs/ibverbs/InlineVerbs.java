@@ -1,5 +1,6 @@
 package io.jverbs.ibverbs;
 
+import io.jverbs.ibverbs.internal.DataPath;
 import io.jverbs.ibverbs.internal.NativeAccess;
 import io.jverbs.ibverbs.internal.PointerArgs;
 import io.jverbs.ibverbs.raw.ibv_alloc_dm_attr;
@@ -184,11 +185,7 @@ public final class InlineVerbs {
     // PointerArgs has made the checks that matter, once, in Java.
 
     /** {@code ibv_context_ops} data path: critical (the class comment says why that is safe). */
-    private static final MethodHandle POST_SEND = critical(of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
-    private static final MethodHandle POST_RECV = critical(of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     private static final MethodHandle POST_SRQ_RECV = critical(of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
-    private static final MethodHandle POLL_CQ = critical(of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG));
-    private static final MethodHandle REQ_NOTIFY_CQ = critical(of(JAVA_INT, ADDRESS, JAVA_INT));
     /** {@code ibv_wq->post_recv}: critical, like post_recv. */
     private static final MethodHandle POST_WQ_RECV = critical(of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
 
@@ -299,11 +296,7 @@ public final class InlineVerbs {
         long fn = contextOp(q, ibv_qp.context$OFFSET, ibv_context_ops.post_send$OFFSET, "ibv_post_send", "qp");
         long w = PointerArgs.struct(wr, SEND_WR_SIZE, "struct ibv_send_wr", "ibv_post_send", "wr");
         long b = PointerArgs.struct(badWr, POINTER_SIZE, "struct ibv_send_wr *", "ibv_post_send", "bad_wr");
-        try {
-            return (int) POST_SEND.invokeExact(MemorySegment.ofAddress(fn), q, w, b);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return DataPath.postSend(MemorySegment.ofAddress(fn), q, w, b);
     }
 
     /**
@@ -322,11 +315,7 @@ public final class InlineVerbs {
         long fn = contextOp(q, ibv_qp.context$OFFSET, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv", "qp");
         long w = PointerArgs.struct(wr, RECV_WR_SIZE, "struct ibv_recv_wr", "ibv_post_recv", "wr");
         long b = PointerArgs.struct(badWr, POINTER_SIZE, "struct ibv_recv_wr *", "ibv_post_recv", "bad_wr");
-        try {
-            return (int) POST_RECV.invokeExact(MemorySegment.ofAddress(fn), q, w, b);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return DataPath.postRecv(MemorySegment.ofAddress(fn), q, w, b);
     }
 
     /**
@@ -368,11 +357,7 @@ public final class InlineVerbs {
         long c = PointerArgs.handle(cq, "ibv_poll_cq", "cq");
         long fn = contextOp(c, ibv_cq.context$OFFSET, ibv_context_ops.poll_cq$OFFSET, "ibv_poll_cq", "cq");
         long w = PointerArgs.array(wc, numEntries, WC_SIZE, "struct ibv_wc", "ibv_poll_cq", "wc", "num_entries");
-        try {
-            return (int) POLL_CQ.invokeExact(MemorySegment.ofAddress(fn), c, numEntries, w);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return DataPath.pollCq(MemorySegment.ofAddress(fn), c, numEntries, w);
     }
 
     /**
@@ -388,11 +373,7 @@ public final class InlineVerbs {
     public static int ibv_req_notify_cq(MemorySegment cq, int solicitedOnly) {
         long c = PointerArgs.handle(cq, "ibv_req_notify_cq", "cq");
         long fn = contextOp(c, ibv_cq.context$OFFSET, ibv_context_ops.req_notify_cq$OFFSET, "ibv_req_notify_cq", "cq");
-        try {
-            return (int) REQ_NOTIFY_CQ.invokeExact(MemorySegment.ofAddress(fn), cq, solicitedOnly);
-        } catch (Throwable t) {
-            throw rethrow(t);
-        }
+        return DataPath.reqNotifyCq(MemorySegment.ofAddress(fn), cq, solicitedOnly);
     }
 
     /**
