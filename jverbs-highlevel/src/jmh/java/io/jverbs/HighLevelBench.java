@@ -111,9 +111,9 @@ public class HighLevelBench {
         ibv_qp.qp_num(world.qp().reinterpret(ibv_qp.sizeof()), 0);
         rawQp = world.qp();
         rawCq = world.cq();
-        cq = CompletionQueue.wrapForBenchmark(world.cq(), confined);
-        qp = QueuePair.wrapForBenchmark(world.qp(), cq, 1024, 1, confined);
-        buffer = RegisteredBuffer.wrapForBenchmark(data, mr);
+        cq = FakeObjects.completionQueue(world.cq(), confined);
+        qp = FakeObjects.connectedQueuePair(world.qp(), cq, 1024, 1, confined);
+        buffer = FakeObjects.buffer(data, mr);
         remote = new RemoteBuffer(0x7f0000000000L, 1 << 20, 0x5678);
         prepared = qp.prepareWrite(buffer, 0, BYTES, remote, 0);
         mem = arena.allocate(1024, 64);
@@ -127,8 +127,7 @@ public class HighLevelBench {
 
     @TearDown(Level.Trial)
     public void tearDown() {
-        qp.close();
-        cq.close();
+        // qp, cq and buffer stay open: their destroys would hand the fake objects to libibverbs
         arena.close();
         world.close();
     }

@@ -70,20 +70,8 @@ public final class CompletionQueue extends Resource {
     private Consumer<Throwable> errorListener = e -> LOG.log(System.Logger.Level.WARNING,
             "a completion handler threw; polling goes on", e);
 
-    /** A queue jverbs did not create (the JMH benchmark's fake provider): never destroyed natively. */
-    private boolean foreign;
 
-    /**
-     * Wraps a provider's {@code ibv_cq} that jverbs did not create, for this module's JMH
-     * benchmark over the fake provider. Not reachable from other modules.
-     */
-    static CompletionQueue wrapForBenchmark(MemorySegment rawCq, boolean confined) {
-        CompletionQueue q = new CompletionQueue(null, rawCq, MemorySegment.NULL, 1, confined);
-        q.foreign = true;
-        return q;
-    }
-
-    private CompletionQueue(Context context, MemorySegment cq, MemorySegment channel, int capacity, boolean confined) {
+    CompletionQueue(Context context, MemorySegment cq, MemorySegment channel, int capacity, boolean confined) {
         super("completion queue", context);
         this.polls = new PostLock(this, confined ? Thread.currentThread() : null);
         this.context = context;
@@ -456,12 +444,10 @@ public final class CompletionQueue extends Resource {
 
     synchronized void attach(QueueEndpoint qp) {
         ensureOpen("attach a queue pair");
-        if (!foreign) {
-            int used = entriesInUse();
-            if (used + qp.entriesOn(this) > deviceCapacity) {
-                throw new IllegalArgumentException(this + " has room for " + deviceCapacity + " completions; its queue"
-                        + " pairs could have " + (used + qp.entriesOn(this)) + " outstanding");
-            }
+        int used = entriesInUse();
+        if (used + qp.entriesOn(this) > deviceCapacity) {
+            throw new IllegalArgumentException(this + " has room for " + deviceCapacity + " completions; its queue"
+                    + " pairs could have " + (used + qp.entriesOn(this)) + " outstanding");
         }
         QueueEndpoint[] next = Arrays.copyOf(attached, attached.length + 1);
         next[attached.length] = qp;
@@ -499,10 +485,6 @@ public final class CompletionQueue extends Resource {
     }
 
     private void destroyNow() {
-        if (foreign) {
-            arena.close();
-            return;
-        }
         int rc = verbs_h.ibv_destroy_cq(cq);
         int rc2 = channel.address() != 0 ? verbs_h.ibv_destroy_comp_channel(channel) : 0;
         arena.close();

@@ -169,7 +169,7 @@ public final class QueuePair extends QueueEndpoint {
     private final int[] freeSlots;
     private int freeCount;
 
-    private QueuePair(ProtectionDomain pd, QueuePairConfig config, MemorySegment qp, int maxInline, Gid gid,
+    QueuePair(ProtectionDomain pd, QueuePairConfig config, MemorySegment qp, int maxInline, Gid gid,
                       Context.PortAttributes port) {
         super("queue pair", pd);
         this.pd = pd;
@@ -202,27 +202,6 @@ public final class QueuePair extends QueueEndpoint {
         }
         this.freeCount = slots;
     }
-
-    /** A queue pair jverbs did not create (the JMH benchmark's fake provider): connected as is, never destroyed natively. */
-    private boolean foreign;
-
-    /**
-     * Wraps a provider's {@code ibv_qp} that jverbs did not create, as a connected queue pair, for
-     * this module's JMH benchmark over the fake provider. Not reachable from other modules.
-     */
-    static QueuePair wrapForBenchmark(MemorySegment rawQp, CompletionQueue cq, int depth, int signalEvery,
-                                      boolean confined) {
-        QueuePairConfig config = QueuePairConfig.rc(cq).withDepth(depth, depth).withSignalEvery(signalEvery)
-                .withMaxInlineData(0).withConfined(confined);
-        QueuePair pair = new QueuePair(null, config, rawQp, 0, new Gid(0, new byte[16], ""),
-                new Context.PortAttributes(1, verbs_h.IBV_PORT_ACTIVE, verbs_h.IBV_MTU_1024, verbs_h.IBV_MTU_1024,
-                        verbs_h.IBV_LINK_LAYER_ETHERNET, 1, 0, 1L << 31));
-        pair.foreign = true;
-        pair.state = State.CONNECTED;
-        cq.attach(pair);
-        return pair;
-    }
-
 
     static QueuePair create(ProtectionDomain pd, QueuePairConfig config) {
         Context context = pd.context();
@@ -1825,7 +1804,7 @@ public final class QueuePair extends QueueEndpoint {
         posting.lock("close"); // waits for a post in progress; later posts see the queue pair closed
         try {
             state = State.CLOSED;
-            rc = foreign ? 0 : verbs_h.ibv_destroy_qp(qp);
+            rc = verbs_h.ibv_destroy_qp(qp);
             arena.close();
         } finally {
             posting.unlock();

@@ -42,7 +42,7 @@ public final class RegisteredBuffer extends Resource {
     /** Registered from a read-only segment: without local write, so nothing may land in it. */
     private final boolean readOnly;
 
-    private RegisteredBuffer(ProtectionDomain pd, MemorySegment memory, Arena owned, MemorySegment mr, Set<Access> access) {
+    RegisteredBuffer(ProtectionDomain pd, MemorySegment memory, Arena owned, MemorySegment mr, Set<Access> access) {
         super("registered buffer", pd);
         this.domain = pd;
         this.memory = memory;
@@ -57,18 +57,6 @@ public final class RegisteredBuffer extends Resource {
         this.rkey = ibv_mr.rkey(m);
         this.access = Set.copyOf(access);
     }
-
-    /**
-     * A buffer over memory that the JMH benchmark's fake provider "registered" (its {@code ibv_mr}
-     * is the caller's struct); never deregistered natively. Not reachable from other modules.
-     */
-    static RegisteredBuffer wrapForBenchmark(MemorySegment memory, MemorySegment fakeMr) {
-        RegisteredBuffer b = new RegisteredBuffer(null, memory, null, fakeMr, java.util.EnumSet.of(Access.REMOTE_WRITE));
-        b.foreign = true;
-        return b;
-    }
-
-    private boolean foreign;
 
     static RegisteredBuffer adopt(ProtectionDomain pd, MemorySegment memory, Arena owned, MemorySegment mr,
                                   Set<Access> access) {
@@ -305,9 +293,6 @@ public final class RegisteredBuffer extends Resource {
 
     @Override
     void destroyNative() {
-        if (foreign) {
-            return;
-        }
         int rc = verbs_h.ibv_dereg_mr(mr);
         // Only once the device can no longer reach the pages are they freed (or left to the caller).
         if (rc == 0 && owned != null) {
