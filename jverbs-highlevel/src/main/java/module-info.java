@@ -10,11 +10,8 @@
 module io.jverbs.highlevel {
     requires transitive io.jverbs.ibverbs;
     requires io.jverbs.rdmacm;
-    // Optional, and not transitive: javac would then demand it from every module that reads this one.
     // HdrHistogram is reached without a requires clause (io.jverbs.latency.HdrLatencyRecorder says why).
-    requires static io.prometheus.metrics.model;
     exports io.jverbs;
     exports io.jverbs.counters;
     exports io.jverbs.latency;
-    exports io.jverbs.prometheus;
 }

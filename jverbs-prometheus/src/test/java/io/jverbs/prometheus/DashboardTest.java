@@ -1,4 +1,4 @@
-package io.jverbs.perftest;
+package io.jverbs.prometheus;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -23,7 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The Grafana dashboard (perftest/grafana/jverbs-rdma-dashboard.json): every query names only
+ * The Grafana dashboard (jverbs-prometheus/grafana/jverbs-rdma-dashboard.json): every query names only
  * series that the exporter's own registry exposes (scraped over a fake tree with an rxe-like and
  * an mlx5-like device and one connection), every panel the dashboard promises is there, and no
  * two panels overlap.

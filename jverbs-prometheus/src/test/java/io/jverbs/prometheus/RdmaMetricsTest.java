@@ -1,10 +1,9 @@
-package io.jverbs.perftest;
+package io.jverbs.prometheus;
 
 import io.jverbs.counters.RdmaCounters;
 import io.jverbs.fakesysfs.FakeSysfs;
 import io.jverbs.latency.HdrLatencyRecorder;
 import io.jverbs.latency.LatencyTracker;
-import io.jverbs.prometheus.RdmaMetrics;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 import io.prometheus.metrics.model.snapshots.CounterSnapshot;
 import io.prometheus.metrics.model.snapshots.DataPointSnapshot;
@@ -17,15 +16,12 @@ import io.prometheus.metrics.model.snapshots.SummarySnapshot;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The Prometheus adapter over a fake sysfs tree, and the exporter subcommand's scrape (host only). */
@@ -88,28 +84,6 @@ class RdmaMetricsTest {
         assertEquals(40960, ((CounterSnapshot) family(all, "rdma_connection_posted_bytes")).getDataPoints().get(0).getValue());
         FakeSysfs.set(root, "rxe0", 1, "hw_counters", "sent_pkts", 1500);
         assertEquals(1500, value(family(registry(root).scrape(), "rdma_hw_sent_pkts"), "rxe0"), "read at every scrape");
-    }
-
-    @Test
-    void deviceFilterAndTheExporterCommandsScrape() throws Exception {
-        Path root = FakeSysfs.create(tmp);
-        PrometheusRegistry only = new PrometheusRegistry();
-        RdmaMetrics.of(RdmaCounters.sysfs(root), Set.of("rxe0")).register(only);
-        assertTrue(only.scrape().stream().filter(m -> !m.getMetadata().getName().equals("rdma_counter_reads"))
-                .flatMap(m -> m.getDataPoints().stream())
-                .allMatch(p -> "rxe0".equals(p.getLabels().get("device"))));
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        var cl = Main.commandLine();
-        cl.setOut(new PrintWriter(out));
-        cl.setErr(new PrintWriter(err));
-        int rc = cl.execute("exporter", "--port", "0", "--once", "--sysfs-root", root.toString(), "-d", "rxe0");
-        assertEquals(0, rc, err.toString());
-        String text = out.toString();
-        assertTrue(text.contains("# TYPE rdma_hw_sent_pkts_total counter"), text);
-        assertTrue(text.contains("rdma_hw_sent_pkts_total{device=\"rxe0\",port=\"1\"} 1000"), text);
-        assertTrue(text.contains("rdma_counter_read_error{counter=\"vanished_counter\",device=\"rxe0\",port=\"1\"} 1"), text);
-        assertFalse(text.contains("mlx5_0"), "-d rxe0 exports rxe0 only");
     }
 
     @Test
