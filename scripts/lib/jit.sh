@@ -1,5 +1,5 @@
 # Sourced by perftest/jverbs-perftest, the distribution's bin/jverbs-perftest (which ships this file
-# as lib/jit.sh) and scripts/compare-perftest: the JIT flags of the JVMs that measure (jverbs_jit_opts).
+# as lib/jit.sh) and scripts/bench/compare-perftest: the JIT flags of the JVMs that measure (jverbs_jit_opts).
 #
 # C2 only (-XX:-TieredCompilation), with thresholds scaled down for jverbs' own classes only
 # (io.jverbs.*, 200 calls instead of 10,000): the warm-up's rounds have C2 compile the measured

@@ -2,7 +2,7 @@
  * Thin Foreign Function &amp; Memory bindings to rdma-core's {@code librdmacm.so.1}.
  *
  * <p>{@link io.jverbs.rdmacm} holds the helpers that rdma_verbs.h defines {@code static inline};
- * {@code io.jverbs.rdmacm.raw} holds what {@code scripts/gen-bindings} generates from the
+ * {@code io.jverbs.rdmacm.raw} holds what {@code scripts/build/gen-bindings} generates from the
  * installed {@code rdma/rdma_cma.h} and {@code rdma/rdma_verbs.h} (exported only to the jverbs
  * modules built on it), and {@code io.jverbs.rdmacm.internal} loads the library (not exported).
  */

@@ -45,7 +45,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * ({@link QueuePair#write} + {@link CompletionQueue#poll}); and the future style
  * ({@link QueuePair#writeAsync}); and two splits of the high-level path: the raw floor (fill and
  * the two critical downcalls, no checks, no lock) and a raw post with the high-level poll. Run with
- * {@code scripts/bench-highlevel} ({@code -prof gc} for B/op).
+ * {@code scripts/bench/bench-highlevel} ({@code -prof gc} for B/op).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)

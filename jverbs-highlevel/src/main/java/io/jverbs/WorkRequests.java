@@ -114,7 +114,7 @@ final class WorkRequests {
                 || ibv_send_wr.imm_data$OFFSET != ibv_send_wr.send_flags$OFFSET + 4
                 || ibv_sge.lkey$OFFSET != ibv_sge.length$OFFSET + 4) {
             throw new ExceptionInInitializerError("ibv_send_wr / ibv_sge field order differs from verbs.h: regenerate"
-                    + " the bindings (scripts/gen-bindings)");
+                    + " the bindings (scripts/build/gen-bindings)");
         }
     }
 

@@ -33,7 +33,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 @Execution(ExecutionMode.SAME_THREAD)
 @ExtendWith(DeviceTestExtension.class)
 class LargeRegionTest {
-    /** The JUnit tag of this class: {@code scripts/device-tests --tag rdma-large} runs it. */
+    /** The JUnit tag of this class: {@code scripts/ci/device-tests --tag rdma-large} runs it. */
     static final String TAG = "rdma-large";
     private static final long BIG = (4L << 30) + (1L << 20);
     private static final long FAR = (4L << 30) + 4096 + 8; // past 2^32, not page-aligned

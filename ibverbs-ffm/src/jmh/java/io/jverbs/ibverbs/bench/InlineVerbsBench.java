@@ -31,7 +31,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * One {@code ibv_post_send} plus one {@code ibv_poll_cq} through the fake provider's minimal ops:
  * from Java ({@link InlineVerbs}) and from a C loop making the same calls through verbs.h's own
  * inline functions. The difference per operation is the price of jverbs' dispatch and downcalls.
- * Run with {@code scripts/bench-inline} (adds {@code -prof gc} for the allocation rate).
+ * Run with {@code scripts/bench/bench-inline} (adds {@code -prof gc} for the allocation rate).
  */
 @State(Scope.Thread)
 @BenchmarkMode(Mode.AverageTime)

@@ -43,7 +43,7 @@ public final class PairNode {
         String role = System.getenv("JVERBS_TEST_ROLE");
         if (role == null || !(role.equals("a") || role.equals("b"))) {
             return "JVERBS_TEST_ROLE is '" + role + "', not a or b: the two-node tests run on both nodes of"
-                    + " soft-roce-ci/rxe-pair (scripts/pair-tests)";
+                    + " soft-roce-ci/rxe-pair (scripts/ci/pair-tests)";
         }
         if (System.getenv("JVERBS_TEST_PEER_IP") == null || System.getenv("JVERBS_TEST_IP") == null) {
             return "JVERBS_TEST_IP / JVERBS_TEST_PEER_IP unset";

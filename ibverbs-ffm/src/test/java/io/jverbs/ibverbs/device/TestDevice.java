@@ -30,7 +30,7 @@ public record TestDevice(String name, int port, int gidIndexEnv, String ip) {
     public String absenceReason() {
         if (!Files.isDirectory(sysfs())) {
             return "no RDMA device " + name + " (" + sysfs() + " is missing): run the device tests where one exists,"
-                    + " e.g. soft-roce-ci/with-rxe scripts/device-tests";
+                    + " e.g. soft-roce-ci/with-rxe scripts/ci/device-tests";
         }
         if (!Files.exists(Path.of("/dev/infiniband"))) {
             return "RDMA device " + name + " exists but /dev/infiniband does not (ib_uverbs not loaded)";

@@ -1,5 +1,5 @@
 /**
- * A user's module, for scripts/check-module-path: it requires jverbs as any modular program
+ * A user's module, for scripts/build/check-module-path: it requires jverbs as any modular program
  * would, and must get the public API only: the thin modules on the host, and the high-level
  * module on a device too ({@code Main device}).
  */
