@@ -172,23 +172,9 @@ public final class DatagramQueuePair extends QueueEndpoint {
     private final Set<Destination> destinations = new HashSet<>();
     /** Closed destinations waiting for the sends posted before their close, in close order. */
     private final ArrayDeque<Destination> retiring = new ArrayDeque<>();
-    /** Send requests posted since creation: minus {@link #sendOutstanding}, those retired. */
-    private long sendsPosted;
-    private int sendOutstanding;
+    /** The send queue's accounting, shared with {@link QueuePair}'s (here also under this monitor). */
+    private final SendQueue sendQueue;
     private int recvOutstanding;
-    /**
-     * How many send requests each outstanding signaled send retires when its completion is polled,
-     * in posting order (a ring of {@link #depth}): 1 for a single send, the run of unsignaled
-     * requests before it plus 1 in a {@link DatagramBatch}.
-     */
-    private final int[] covers;
-    private int coverHead;
-    private int coverCount;
-    /**
-     * Unsignaled sends posted after the last signaled one (a list the provider refused part of):
-     * the next signaled send retires them too, as the device does.
-     */
-    private int pendingRun;
     private String errorText;
 
     private DatagramQueuePair(ProtectionDomain pd, CompletionQueue cq, MemorySegment qp, int qkey, Gid gid,
@@ -204,7 +190,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
         this.gid = gid;
         this.port = port;
         this.depth = depth;
-        this.covers = new int[depth];
+        this.sendQueue = new SendQueue(depth);
         this.scratch = arena.allocate(BAD_WR + 16, 64);
         this.scratchAddress = scratch.address();
         MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
@@ -483,21 +469,20 @@ public final class DatagramQueuePair extends QueueEndpoint {
                         int immediate, String what) {
         check(what, wrId);
         checkSend(to, local, localOffset, length, what);
-        if (sendOutstanding >= depth) {
+        if (!sendQueue.fits(1)) {
             return QueuePair.SEND_QUEUE_FULL;
         }
         MemorySegment s = scratch;
         WorkRequests.send(s, scratchAddress, SEND_WR, SEND_SGE, wrId, opcode, verbs_h.IBV_SEND_SIGNALED, immediate,
                 local.address() + localOffset, length, local.lkey());
         address(s, SEND_WR, to);
+        sendQueue.counting(true);
         int rc = WorkRequests.post(postSendFn, qpAddress, scratchAddress + SEND_WR, scratchAddress + BAD_WR);
         if (rc != 0) {
+            sendQueue.refused(true);
             throw VerbsException.of("ibv_post_send", rc);
         }
-        sendOutstanding++;
-        sendsPosted++;
-        pushCover(pendingRun + 1);
-        pendingRun = 0;
+        sendQueue.posted(true);
         return QueuePair.OK;
     }
 
@@ -527,12 +512,6 @@ public final class DatagramQueuePair extends QueueEndpoint {
         m.set(LONG, ud + ibv_send_wr.wr.ud.ah$OFFSET, to.ah.address());
         m.set(INT, ud + ibv_send_wr.wr.ud.remote_qpn$OFFSET, to.qpn);
         m.set(INT, ud + ibv_send_wr.wr.ud.remote_qkey$OFFSET, to.qkey);
-    }
-
-    @Override
-    void pushCover(int requests) {
-        covers[(coverHead + coverCount) % depth] = requests;
-        coverCount++;
     }
 
     /**
@@ -572,19 +551,20 @@ public final class DatagramQueuePair extends QueueEndpoint {
         if (n == 0) {
             return QueuePair.OK;
         }
-        if (sendOutstanding + n > depth) {
+        if (!sendQueue.fits(n)) {
             return QueuePair.SEND_QUEUE_FULL;
         }
         batch.checkDestinations(); // under this lock, as Destination.close: none is closed between here and the post
         batch.signal(n - 1, true); // its completion retires the whole list's room
         scratch.set(LONG, BAD_WR, 0L); // a provider that fails without naming the request leaves it unknown, not stale
+        int runBefore = sendQueue.run();
+        long tailBefore = sendQueue.countingList(batch, n); // before the post: a completion may come at once
         int rc = WorkRequests.post(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
         int posted = rc == 0 ? n : batch.postedBefore(scratch.get(LONG, BAD_WR));
-        // this monitor keeps onCompletion out until the accounting is done; the run left is > 0
-        // only when the provider refused the list's signaled last send
-        pendingRun = batch.recordCovers(this, posted, pendingRun);
-        sendOutstanding += posted;
-        sendsPosted += posted;
+        if (rc != 0) {
+            // the run left is > 0 only when the provider refused the list's signaled last send
+            sendQueue.listRefused(batch, n, posted, tailBefore, runBefore);
+        }
         batch.clear();
         if (rc != 0) {
             throw new VerbsException("ibv_post_send", rc, posted + " of " + n + " sends of the batch were posted");
@@ -641,10 +621,8 @@ public final class DatagramQueuePair extends QueueEndpoint {
         if (c.isSuccess()) {
             if (c.isReceive()) {
                 recvOutstanding--;
-            } else if (coverCount > 0) {
-                sendOutstanding -= covers[coverHead];
-                coverHead = (coverHead + 1) % depth;
-                coverCount--;
+            } else {
+                sendQueue.retireOne();
                 if (!retiring.isEmpty()) {
                     destroyRetired();
                 }
@@ -674,14 +652,14 @@ public final class DatagramQueuePair extends QueueEndpoint {
             return;
         }
         d.closed = true;
-        d.retireAfter = sendsPosted;
+        d.retireAfter = sendQueue.postedCount();
         retiring.add(d);
         destroyRetired();
     }
 
     /** Destroys the handles of closed destinations whose earlier sends have all been retired. */
     private void destroyRetired() {
-        long retired = sendsPosted - sendOutstanding;
+        long retired = sendQueue.retired();
         while (!retiring.isEmpty() && retiring.peekFirst().retireAfter <= retired) {
             Destination d = retiring.pollFirst();
             destinations.remove(d);

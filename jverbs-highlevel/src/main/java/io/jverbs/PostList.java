@@ -115,10 +115,10 @@ abstract sealed class PostList permits WorkBatch, DatagramBatch {
      *
      * @return the unsignaled requests after the last signaled one, for the queue's next post
      */
-    final int recordCovers(QueueEndpoint queue, int count, int run) {
+    final int recordCovers(SendQueue queue, int count, int run) {
         for (int i = 0; i < count; i++) {
             if (signalFlag(i)) {
-                queue.pushCover(run + 1);
+                queue.push(run + 1);
                 run = 0;
             } else {
                 run++;

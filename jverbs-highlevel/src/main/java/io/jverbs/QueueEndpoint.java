@@ -20,12 +20,6 @@ abstract sealed class QueueEndpoint extends Resource permits QueuePair, Datagram
      */
     abstract boolean onCompletion(Completion c, CompletionQueue from);
 
-    /**
-     * Records, in posting order, that the next signaled send request retires {@code requests}
-     * send-queue entries when its completion is polled (itself and the unsignaled ones before it).
-     */
-    abstract void pushCover(int requests);
-
     /** The C object's address, to match asynchronous events. */
     abstract long nativeAddress();
 

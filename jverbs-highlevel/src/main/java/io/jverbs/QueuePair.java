@@ -113,50 +113,25 @@ public final class QueuePair extends QueueEndpoint {
     /** Written under the monitor; volatile because posts read it holding only {@link #posting}. */
     private volatile State state = State.PREPARED;
     private volatile String errorText;
-    // Queue accounting without a lock on the completion path: posters (serialized by `posting`)
-    // own sendCount, recvCount and the ring's tail; the thread polling the completion queue (one
-    // at a time) owns sendDone, recvDone and the ring's head. Each side publishes with a release
-    // store and reads the other's with an acquire load. The ring holds, per signaled request, how
-    // many requests its completion retires (itself and the unsignaled ones before it).
-    private long sendCount;
+    // Queue accounting without a lock on the completion path: the send queue's in SendQueue;
+    // posters (serialized by `posting`) own recvCount, the thread polling the completion queue
+    // (one at a time) owns recvDone, published with a release store and read with an acquire load.
+    private final SendQueue sendQueue;
     private long recvCount;
-    private long sendDone;
     private long recvDone;
-    private int unsignaledRun;
-    private final int[] coverRing;
-    /** {@code coverRing.length - 1}: the ring is a power of two, so a slot is a mask, not a division. */
-    private final int coverMask;
-    private long coverHead;
-    private long coverTail;
-    private static final java.lang.invoke.VarHandle SEND_DONE;
     private static final java.lang.invoke.VarHandle RECV_DONE;
-    private static final java.lang.invoke.VarHandle COVER_TAIL;
 
     static {
         try {
             java.lang.invoke.MethodHandles.Lookup l = java.lang.invoke.MethodHandles.lookup();
-            SEND_DONE = l.findVarHandle(QueuePair.class, "sendDone", long.class);
             RECV_DONE = l.findVarHandle(QueuePair.class, "recvDone", long.class);
-            COVER_TAIL = l.findVarHandle(QueuePair.class, "coverTail", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
 
     private int sendOutstanding() {
-        return (int) (sendCount - (long) SEND_DONE.getAcquire(this));
-    }
-
-    /** Publishes a signaled request's ring entry before it is posted (its completion may be polled at once). */
-    @Override
-    void pushCover(int cover) {
-        coverRing[(int) coverTail & coverMask] = cover;
-        COVER_TAIL.setRelease(this, coverTail + 1);
-    }
-
-    /** Takes back the entry of a request the provider refused (no completion can have consumed it). */
-    private void popCoverBack() {
-        COVER_TAIL.setRelease(this, coverTail - 1);
+        return sendQueue.outstanding();
     }
     private final CompletableFuture<?>[] pending;
     private final String[] pendingWhat;
@@ -190,8 +165,7 @@ public final class QueuePair extends QueueEndpoint {
         MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
         this.postSendFn = WorkRequests.postSendOp(ctx);
         this.postRecvFn = WorkRequests.postRecvOp(ctx);
-        this.coverRing = new int[Integer.highestOneBit(Math.max(1, config.maxSendWr() - 1)) << 1];
-        this.coverMask = coverRing.length - 1;
+        this.sendQueue = new SendQueue(config.maxSendWr());
         int slots = config.maxSendWr() + config.maxRecvWr();
         this.pending = new CompletableFuture<?>[slots];
         this.pendingWhat = new String[slots];
@@ -776,10 +750,10 @@ public final class QueuePair extends QueueEndpoint {
         if (n == 0) {
             return OK;
         }
-        if (sendOutstanding() + n > config.maxSendWr()) {
+        if (!sendQueue.fits(n)) {
             return SEND_QUEUE_FULL;
         }
-        int run = unsignaledRun;
+        int run = sendQueue.run();
         for (int i = 0; i < n; i++) {
             boolean signal = batch.wantsSignal(i) || run + 1 >= config.signalEvery() || i == n - 1
                     && sendOutstanding() + n >= config.maxSendWr();
@@ -788,10 +762,8 @@ public final class QueuePair extends QueueEndpoint {
         }
         // Publish every entry first (a completion may be polled before post_send returns), then
         // take back those of requests the provider refused.
-        long tailBefore = coverTail;
-        int runBefore = unsignaledRun;
-        unsignaledRun = batch.recordCovers(this, n, runBefore);
-        sendCount += n;
+        int runBefore = sendQueue.run();
+        long tailBefore = sendQueue.countingList(batch, n);
         LatencyTracker tracker = latency;
         if (tracker != null) {
             for (int i = 0; i < n; i++) {
@@ -803,9 +775,7 @@ public final class QueuePair extends QueueEndpoint {
         int posted = n;
         if (rc != 0) {
             posted = batch.postedBefore(scratch.get(LONG, BAD_WR));
-            sendCount -= n - posted;
-            COVER_TAIL.setRelease(this, tailBefore);
-            unsignaledRun = batch.recordCovers(this, posted, runBefore);
+            sendQueue.listRefused(batch, n, posted, tailBefore, runBefore);
         }
         if (tracker != null) {
             for (int i = n - 1; i >= posted; i--) {
@@ -1520,21 +1490,15 @@ public final class QueuePair extends QueueEndpoint {
         return submit(scratchAddress + SEND_WR, length, signal);
     }
 
-    private static final int FULL = -1;
-    private static final int UNSIGNALED = 0;
-    private static final int SIGNALED = 1;
+    private static final int FULL = SendQueue.FULL;
+    private static final int SIGNALED = SendQueue.SIGNALED;
 
     /**
      * Whether one more send request fits ({@link #FULL} when not), and whether it is signaled:
      * when the caller wants it, when {@code signalEvery} is reached, or when it fills the queue.
      */
     private int signalOrFull(boolean signaled) {
-        int outstanding = sendOutstanding();
-        int depth = config.maxSendWr();
-        if (outstanding >= depth) {
-            return FULL;
-        }
-        return signaled || unsignaledRun + 1 >= config.signalEvery() || outstanding + 1 >= depth ? SIGNALED : UNSIGNALED;
+        return sendQueue.room(signaled, config.signalEvery());
     }
 
     /** Whether a payload of {@code length} bytes goes inline for {@code opcode}: Write and Send up to the limit. */
@@ -1547,10 +1511,7 @@ public final class QueuePair extends QueueEndpoint {
      * latency tracker, calls the provider's post_send, and undoes the accounting when refused.
      */
     private int submit(long wrAddress, int length, boolean signal) {
-        if (signal) {
-            pushCover(unsignaledRun + 1);
-        }
-        sendCount++;
+        sendQueue.counting(signal);
         LatencyTracker tracker = latency;
         if (tracker != null) {
             tracker.posted(length, signal); // before: the completion may be polled before post_send returns
@@ -1562,7 +1523,7 @@ public final class QueuePair extends QueueEndpoint {
             }
             return refused(rc, signal);
         }
-        unsignaledRun = signal ? 0 : unsignaledRun + 1;
+        sendQueue.posted(signal);
         return OK;
     }
 
@@ -1632,10 +1593,7 @@ public final class QueuePair extends QueueEndpoint {
 
     /** Undoes the accounting of a send the provider refused. */
     private int refused(int rc, boolean signal) {
-        sendCount--;
-        if (signal) {
-            popCoverBack();
-        }
+        sendQueue.refused(signal);
         if (rc == io.jverbs.ibverbs.Errno.ENOMEM) {
             return SEND_QUEUE_FULL; // the provider's queue is fuller than ours says (device rounding)
         }
@@ -1689,11 +1647,7 @@ public final class QueuePair extends QueueEndpoint {
             if (c.isReceive()) {
                 RECV_DONE.setRelease(this, recvDone + 1);
             } else {
-                if (coverHead != (long) COVER_TAIL.getAcquire(this)) {
-                    int cover = coverRing[(int) coverHead & coverMask];
-                    coverHead++;
-                    SEND_DONE.setRelease(this, sendDone + cover);
-                }
+                sendQueue.retireOne();
                 LatencyTracker tracker = latency;
                 if (tracker != null) {
                     tracker.completed();
