@@ -16,7 +16,7 @@ import java.util.concurrent.Callable;
  * refused combination is exit code 2 with a one-line reason), then {@link Run}. Without a host
  * argument it is the server; with one, the client.
  */
-@Command(mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
+@Command(mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true, version = "Version: " + Oob.VERSION,
         description = "Without <host>: start a server and wait for a connection. With <host>: connect to that server.")
 final class PerftestCommand implements Callable<Integer> {
     static final int MAX_SIZE = 8_388_608;
@@ -79,7 +79,7 @@ final class PerftestCommand implements Callable<Integer> {
     String atomicType;
     @Option(names = {"-N", "--noPeak"}, description = "do not compute the peak bandwidth")
     boolean noPeak;
-    @Option(names = {"-H", "--report-histogram"}, description = "print every latency sample, sorted")
+    @Option(names = {"-H", "--report-histogram", "--report-histogrm"}, description = "print every latency sample, sorted")
     boolean histogram;
     @Option(names = {"-U", "--report-unsorted"}, description = "print every latency sample, in order")
     boolean unsorted;
@@ -102,8 +102,11 @@ final class PerftestCommand implements Callable<Integer> {
     double completionTimeout = 10;
     @Option(names = "--run_timeout", paramLabel = "<sec>", description = "BW server: most seconds to wait for the client's run (default 600; 0: no limit)")
     double runTimeout = 600;
-    @Option(names = "--min-bw", paramLabel = "<MB/s>", description = "exit 1 when the average bandwidth is below this (MiB/s)")
+    @Option(names = {"-w", "--limit_bw", "--min-bw"}, paramLabel = "<MB/s>",
+            description = "exit 1 when the average bandwidth is below this (MiB/s)")
     Double minBw;
+    @Option(names = {"-y", "--limit_msgrate"}, paramLabel = "<Mpps>", description = "exit 1 when the message rate is below this (Mpps)")
+    Double minMsgRate;
     @Option(names = "--max-lat-p99", paramLabel = "<usec>", description = "exit 1 when the 99%% latency percentile is above this")
     Double maxLatP99;
     @Option(names = "--plot", paramLabel = "<file.png>", description = "draw a PNG: latency percentiles, or bandwidth over time")
@@ -120,6 +123,8 @@ final class PerftestCommand implements Callable<Integer> {
     boolean noWarmup;
 
     // resolved by check()
+    /** What check() changed in the command line as C does (a flag that another overrides), one line each. */
+    final java.util.List<String> notes = new java.util.ArrayList<>();
     int size;
     int[] sizes;
     int itersResolved;
@@ -221,6 +226,13 @@ final class PerftestCommand implements Callable<Integer> {
     public Integer call() {
         try {
             check();
+            if (spec != null) {
+                notes.addAll(0, CompatOptions.notes(spec.commandLine().getParseResult()));
+            }
+            for (String note : notes) {
+                err().println(note);
+            }
+            err().flush();
             if (postListNote) {
                 out().println("Post List requested - CQ moderation will be the size of the post list");
             }
@@ -236,6 +248,7 @@ final class PerftestCommand implements Callable<Integer> {
     /** The C checks (perftest_parameters.c), plus what this implementation cannot honour: exit 2. */
     void check() {
         boolean bw = kind == Kind.BW;
+        notes.clear();
         refuse(postList < 1, "-l/--post_list must be 1 or more");
         refuse(postList > 1 && !bw, "Post list is supported in BW tests only");
         switch (connection) {
@@ -266,11 +279,14 @@ final class PerftestCommand implements Callable<Integer> {
                 default -> refuse(true, "Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD}");
             }
         }
-        refuse(outs != null && (outs < 1 || outs > 255), "-o/--outs must be 1..255");
-        refuse(outs != null && verb != Verb.READ && verb != Verb.ATOMIC, "-o/--outs is for read and atomic tests only");
+        // -o above the device's max_qp_rd_atom is lowered to it, and 0 or less means that max, as C (Session)
+        refuse(outs != null && verb != Verb.READ && verb != Verb.ATOMIC, "Setting Outstanding reads only available on READ verb");
+        refuse(inlineSize != null && (verb == Verb.READ || verb == Verb.ATOMIC), "Inline feature not available on READ/Atomic verbs");
+        refuse(rxDepth != null && verb != Verb.SEND && rxDepth > 1, "On RDMA verbs rx depth can be only 1");
+        refuse(cqMod != null && (cqMod < 1 || cqMod > 1024), "CQ moderation should be between 1 and 1024");
         refuse(ibPort < 1 || ibPort > 255, "IB Port can't be less than 1");
         refuse(tcpPort < 1 || tcpPort > 65535, "-p/--port must be 1..65535");
-        refuse(gidIndex != null && gidIndex < 0, "-x/--gid-index must be 0 or more");
+        refuse(gidIndex != null && (gidIndex < 0 || gidIndex > 64), "Gid index should be between 0 and 64");
         refuse(qpTimeout < 0 || qpTimeout > 31, "-u/--qp-timeout must be 0..31");
         refuseSeconds("--handshake_timeout", handshakeTimeout, null);
         refuseSeconds("--connect_timeout", connectTimeout, null);
@@ -279,16 +295,25 @@ final class PerftestCommand implements Callable<Integer> {
 
         // run length: iterations, duration, or forever
         refuse(duration != null && duration < 1, "Duration period must be positive");
-        refuse(duration != null && iters != null, "-D/--duration and -n/--iters exclude each other: run for a time or a count");
+        if (duration != null && iters != null) {
+            notes.add("note: -D/--duration runs for a time: -n/--iters " + iters + " is ignored, as C does");
+            iters = null;
+        }
         refuse(all && duration != null, "Duration mode currently doesn't support running on all sizes.");
-        refuse(all && sizeText != null, "-a/--all runs every size from 2 to 2^23: it excludes -s/--size");
+        if (all && sizeText != null) {
+            notes.add("note: -a/--all runs every size from 2 to 2^23: -s/--size " + sizeText + " is ignored, as C does");
+            sizeText = null;
+        }
         refuse(events && duration != null, "Duration mode doesn't work with events.");
         if (runInfinitely) {
             refuse(!bw, "run_infinitely exists only in BW tests for now.");
             refuse(events, "run_infinitely does not support events feature yet.");
             refuse(bidirectional && verb == Verb.SEND, "run_infinitely mode is not supported in SEND Bidirectional BW test");
             refuse(all, "run_infinitely does not run all sizes");
-            refuse(iters != null, "run_infinitely excludes -n/--iters");
+            if (iters != null) {
+                notes.add("note: --run_infinitely runs until killed: -n/--iters " + iters + " is ignored, as C does");
+                iters = null;
+            }
         }
         durationSec = duration != null ? duration : runInfinitely ? 5 : 0;
         marginSec = margin != null ? margin : durationSec / 4;
@@ -385,7 +410,8 @@ final class PerftestCommand implements Callable<Integer> {
         }
         refuse(plotCompare != null && plot == null, "--plot-compare needs --plot <file.png>");
         cReference = plotCompare != null ? CReference.read(plotCompare, bw) : null;
-        refuse(minBw != null && !bw, "--min-bw is for BW tests");
+        refuse(minBw != null && !bw, "-w/--limit_bw is for BW tests");
+        refuse(minMsgRate != null && !bw, "-y/--limit_msgrate is for BW tests");
         refuse(maxLatP99 != null && bw, "--max-lat-p99 is for latency tests");
         refuse(maxLatP99 != null && duration(), "--max-lat-p99 needs iterations (duration mode reports no percentiles)");
         refuse(hdrLog != null && bw, "--hdr_log is for latency tests");

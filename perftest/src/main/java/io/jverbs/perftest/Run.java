@@ -422,8 +422,13 @@ final class Run {
         if (c.minBw != null && last != null) {
             double avgMb = c.reportGbits ? last.avg() * 125_000_000.0 / (1 << 20) : last.avg();
             if (avgMb < c.minBw) {
-                thresholdMiss = String.format(java.util.Locale.ROOT, "bandwidth %.2f MB/sec is below --min-bw %.2f", avgMb, c.minBw);
+                thresholdMiss = String.format(java.util.Locale.ROOT, "bandwidth %.2f MB/sec is below -w/--limit_bw %.2f", avgMb,
+                        c.minBw);
             }
+        }
+        if (c.minMsgRate != null && last != null && last.msgRate() < c.minMsgRate) {
+            thresholdMiss = String.format(java.util.Locale.ROOT, "message rate %.6f Mpps is below -y/--limit_msgrate %.6f",
+                    last.msgRate(), c.minMsgRate);
         }
     }
 
