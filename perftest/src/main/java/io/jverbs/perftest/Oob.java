@@ -20,6 +20,8 @@ abstract class Oob implements AutoCloseable {
     final boolean server;
     final long timeoutMs;
     final String peer;
+    /** When the channel was made: the wait for the first message counts from here. */
+    private final long madeNs = System.nanoTime();
 
     Oob(boolean server, long timeoutMs, String peer) {
         this.server = server;
@@ -67,7 +69,10 @@ abstract class Oob implements AutoCloseable {
     /** Exchanges versions; refuses a peer that is not a perftest or is older than 5.70. */
     String exchangeVersion() {
         byte[] mine = Arrays.copyOf(VERSION.getBytes(StandardCharsets.US_ASCII), 16);
-        byte[] theirs = exchange(mine, 16, "the perftest version");
+        // the peer's silence began when the channel was made, not when this side came to read
+        // (a server's warm-up may end first): the first wait counts from then
+        long sinceMadeMs = (System.nanoTime() - madeNs) / 1_000_000;
+        byte[] theirs = exchange(mine, 16, "the perftest version", timeoutMs <= 0 ? 0 : Math.max(1, timeoutMs - sinceMadeMs));
         int end = 0;
         while (end < 16 && theirs[end] != 0) {
             end++;

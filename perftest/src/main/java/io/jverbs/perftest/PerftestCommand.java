@@ -96,8 +96,9 @@ final class PerftestCommand implements Callable<Integer> {
 
     @Option(names = "--handshake_timeout", paramLabel = "<sec>", description = "most seconds to wait for each handshake message (default 4)")
     double handshakeTimeout = 4;
-    @Option(names = "--connect_timeout", paramLabel = "<sec>", description = "most seconds for the client to connect / the server to be reached (default 60)")
-    double connectTimeout = 60;
+    @Option(names = "--connect_timeout", paramLabel = "<sec>", description = "most seconds for the client to reach the"
+            + " server (default 60) / for the server to be reached (default: no limit, as C)")
+    Double connectTimeout;
     @Option(names = "--completion_timeout", paramLabel = "<sec>", description = "most seconds without progress during the run (default 10)")
     double completionTimeout = 10;
     @Option(names = "--run_timeout", paramLabel = "<sec>", description = "BW server: most seconds to wait for the client's run (default 600; 0: no limit)")
@@ -289,7 +290,9 @@ final class PerftestCommand implements Callable<Integer> {
         refuse(gidIndex != null && (gidIndex < 0 || gidIndex > 64), "Gid index should be between 0 and 64");
         refuse(qpTimeout < 0 || qpTimeout > 31, "-u/--qp-timeout must be 0..31");
         refuseSeconds("--handshake_timeout", handshakeTimeout, null);
-        refuseSeconds("--connect_timeout", connectTimeout, null);
+        if (connectTimeout != null) {
+            refuseSeconds("--connect_timeout", connectTimeout, null);
+        }
         refuseSeconds("--completion_timeout", completionTimeout, null);
         refuseSeconds("--run_timeout", runTimeout, "no limit");
 
@@ -459,7 +462,11 @@ final class PerftestCommand implements Callable<Integer> {
         return (long) (handshakeTimeout * 1000);
     }
 
+    /** The client's bound to reach the server (default 60 s); the server's to be reached (default 0: no limit, as C). */
     long connectMs() {
+        if (connectTimeout == null) {
+            return isServer() ? 0 : 60_000;
+        }
         return (long) (connectTimeout * 1000);
     }
 
