@@ -168,7 +168,8 @@ final class CompatOptions {
     }
 
     /**
-     * A test's command line with the accepted options added.
+     * A test's command line with the accepted options added, where an option given twice takes its
+     * last value, as C's {@code getopt} does.
      *
      * @param command the test
      * @return its picocli command line
@@ -176,6 +177,7 @@ final class CompatOptions {
     static CommandLine commandLine(PerftestCommand command) {
         CommandLine cl = new CommandLine(command);
         addTo(cl.getCommandSpec());
+        cl.setOverwrittenOptionsAllowed(true); // as C's getopt: an option given twice takes its last value
         return cl;
     }
 }

@@ -36,9 +36,15 @@ final class Outputs {
         info.put("test", title + (c.kind == Kind.BW ? "_BW_Test" : "_Latency_Test"));
         info.put("implementation", "jverbs-perftest");
         info.put("role", c.isServer() ? "server" : "client");
+        // C's test_info keys, with what jverbs does (see the header box in Report)
+        info.put("Dual_port", "OFF");
         info.put("Device", s.context.name());
         info.put("Number_of_qps", s.count());
+        info.put("Transport_type", "IB");
         info.put("Connection_type", c.connection);
+        info.put("Using_SRQ", "OFF");
+        info.put("PCIe_relax_order", "OFF");
+        info.put("ibv_wr_API", "OFF");
         info.put("TX_depth", c.tx);
         if (c.verb == Verb.SEND) {
             info.put("RX_depth", c.rx);
@@ -53,9 +59,16 @@ final class Outputs {
         }
         info.put("Max_inline_data", s.maxInline);
         info.put("Outstand_reads", s.outReads);
+        info.put("rdma_cm_QPs", c.rdmaCm ? "ON" : "OFF");
+        info.put("Data_ex_method", c.rdmaCm ? "rdma_cm" : "Ethernet");
         info.put("bidirectional", c.bidirectional);
         info.put("duration_s", c.durationSec);
-        info.put("units", c.reportGbits ? "Gb/sec" : "MB/sec");
+        info.put("units", units(c));
+    }
+
+    /** The unit of the results: C's table heads ({@code BW average[MB/sec]}, {@code t_avg[usec]}). */
+    static String units(PerftestCommand c) {
+        return c.kind == Kind.LAT ? "usec" : c.reportGbits ? "Gb/sec" : "MB/sec";
     }
 
     void bw(BwLoop.BwResult r) {
@@ -117,10 +130,16 @@ final class Outputs {
             root.put("all_results", results);
         }
         try {
-            new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(file.toFile(), root);
+            mapper().writeValue(file.toFile(), root);
         } catch (IOException e) {
             throw new PerftestException("couldn't write the JSON report " + file + ": " + e.getMessage(), e);
         }
+    }
+
+    /** The JSON writer of the report: indented, numbers as {@link #round} made them (plain, fixed point). */
+    static ObjectMapper mapper() {
+        return new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
+                .enable(com.fasterxml.jackson.core.JsonGenerator.Feature.WRITE_BIGDECIMAL_AS_PLAIN);
     }
 
     static void hdrLog(Path file, Histogram h, long startMs) {
@@ -252,10 +271,14 @@ final class Outputs {
         }
     }
 
-    private static double round(double v, int digits) {
+    /**
+     * A number as C's {@code %.Nf} writes it into its JSON: fixed point with {@code digits} decimals
+     * ({@code 0.001059}, never {@code 1.059E-3}); the JSON writer keeps it plain.
+     */
+    static java.math.BigDecimal round(double v, int digits) {
         if (!Double.isFinite(v)) {
-            return 0;
+            return java.math.BigDecimal.ZERO.setScale(digits);
         }
-        return new java.math.BigDecimal(v).setScale(digits, java.math.RoundingMode.HALF_UP).doubleValue();
+        return new java.math.BigDecimal(v).setScale(digits, java.math.RoundingMode.HALF_UP);
     }
 }

@@ -139,13 +139,17 @@ final class PerftestCommand implements Callable<Integer> {
     /**
      * C perftest's inline size when {@code -I} is not given: on a device it recognises, 220 bytes
      * for the RC write latency test and 236 for the RC send latency test, 0 for every bandwidth
-     * test and for read and atomics; on a device it does not recognise (rxe among them), 0. jverbs recognises NVIDIA/Mellanox (vendor {@code 0x02c9}); C's own sizes for
-     * other vendors' NICs (Broadcom 96, EFA 32, …) are not copied: pass {@code -I} there.
+     * test and for read and atomics; on a device it does not recognise (rxe among them), 0 even with
+     * {@code -I}, as C. jverbs gives the latency defaults for NVIDIA/Mellanox (vendor {@code 0x02c9});
+     * C's own sizes for other vendors' NICs (Broadcom 96, EFA 32, …) are not copied: pass {@code -I} there.
      *
      * @param vendorId the device's {@code vendor_id}
      * @return the inline size C would use
      */
     int defaultInline(int vendorId) {
+        if (!inlineRecognised(vendorId)) {
+            return 0; // C: "Device not recognized to implement inline feature. Disabling it" (-I included)
+        }
         if (vendorId != MELLANOX_VENDOR_ID || kind != Kind.LAT || inlineSize != null) {
             return inline;
         }
@@ -157,6 +161,27 @@ final class PerftestCommand implements Callable<Integer> {
     }
 
     static final int MELLANOX_VENDOR_ID = 0x02c9;
+    /**
+     * The vendors whose devices C perftest's {@code ib_dev_name} knows (Mellanox/NVIDIA, Chelsio,
+     * Intel, Broadcom, Amazon EFA, Huawei, QLogic/Marvell); C goes by part number, jverbs by vendor.
+     * Soft-RoCE ({@code 0xffffff}) and siw are not among them.
+     */
+    private static final java.util.Set<Integer> INLINE_VENDORS = java.util.Set.of(0x02c9, 0x15b3, 0x1425, 0x8086, 0x14e4,
+            0x1d0f, 0x19e5, 0x1077, 0x1fc1);
+
+    /** Whether C perftest recognises the device's inline support (else it disables inline). */
+    static boolean inlineRecognised(int vendorId) {
+        return INLINE_VENDORS.contains(vendorId);
+    }
+
+    /**
+     * Whether C prints "Device not recognized to implement inline feature. Disabling it" here: on a
+     * device it does not recognise, when the inline size was set (by {@code -I}, or to 0 by read and
+     * atomic tests) rather than left to the device.
+     */
+    boolean inlineNote(int vendorId) {
+        return !inlineRecognised(vendorId) && (inlineSize != null || verb == Verb.READ || verb == Verb.ATOMIC);
+    }
     /** C's default receive depth of send tests ({@code DEF_RX_SEND}). */
     static final int DEFAULT_RX_SEND = 512;
     /** C's receive depth of UC and UD tests that kept the default ({@code UC_MAX_RX}), at most the iterations. */

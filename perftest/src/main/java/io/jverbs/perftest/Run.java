@@ -556,6 +556,7 @@ final class Run {
         report.latHead();
         Histogram last = null;
         LatStats lastStats = null;
+        java.util.List<String> hdrLines = new java.util.ArrayList<>();
         long startMs = System.currentTimeMillis();
         for (int size : c.sizes) {
             settleJit(send);
@@ -583,10 +584,11 @@ final class Run {
                 report.latRow(lastStats);
                 outputs.lat(lastStats, h);
             }
-            report.hdr(h);
+            hdrLines.add(Report.hdr(size, h, !c.duration()));
             last = h;
         }
         report.line();
+        report.lines(hdrLines); // after the table, which stays as C prints it
         if (c.verb == Verb.WRITE) {
             oob.finish(false); // write_lat ends without a closing exchange
         } else {

@@ -89,6 +89,12 @@ final class Session implements AutoCloseable {
             }
             Context.DeviceAttributes attributes = context.deviceAttributes();
             inline = c.defaultInline(attributes.vendorId());
+            if (c.spec != null && c.inlineNote(attributes.vendorId())) {
+                c.out().println(Report.LINE); // as C: a dashed line on stdout, the note on stderr
+                c.out().flush();
+                c.err().println("Device not recognized to implement inline feature. Disabling it");
+                c.err().flush();
+            }
             int deviceRdAtom = attributes.maxQpRdAtomic();
             outReads = c.verb == Verb.READ || c.verb == Verb.ATOMIC ? outstandingReads(c, deviceRdAtom) : 1;
             pd = context.allocateProtectionDomain();

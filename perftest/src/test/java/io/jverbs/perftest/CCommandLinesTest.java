@@ -244,4 +244,12 @@ class CCommandLinesTest {
             assertEquals(1, CompatOptions.notes(parsed).size(), Arrays.toString(args));
         }
     }
+
+    @Test
+    void anOptionGivenTwiceTakesItsLastValueAsCsGetopt() {
+        PerftestCommand c = checked(Verb.WRITE, Kind.LAT, "-n", "100", "-s", "4", "-n", "200");
+        assertEquals(200, c.itersResolved);
+        assertEquals(4, c.size);
+    }
+
 }

@@ -1,0 +1,94 @@
+package io.jverbs.perftest.device;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.jverbs.ibverbs.device.DeviceTest;
+import io.jverbs.ibverbs.device.TestDevice;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The output a script parses as C's: the table from {@code #bytes} to the dashed line holds only
+ * rows (the HdrHistogram lines follow it, over the row's samples), the header box prints
+ * {@code RX depth} where C does, and the JSON holds C's test_info keys with C's number formats.
+ */
+@DeviceTest
+class OutputFormatTest {
+    private static final Pattern LAT_ROW = Pattern.compile(
+            "^ (\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d\\d)\\s+(\\d+\\.\\d\\d)\\s+(\\d+\\.\\d\\d)\\s+(\\d+\\.\\d\\d)");
+    private static final Pattern HDR = Pattern.compile(
+            "^ HdrHistogram\\[usec\\]: p50 .* max (\\d+\\.\\d\\d)  \\((\\d+) samples of (\\d+) B, the 2 slowest left out as in the row\\)$");
+
+    @Test
+    void allSizesTableIsRowsOnlyAndTheHistogramsFollowIt(TestDevice device) throws Exception {
+        Perf.Result[] r = JavaToJavaTest.pair(device, "write_lat", List.of("-a", "-n", "200"));
+        String out = r[1].out();
+        List<String> lines = out.lines().toList();
+        int head = -1;
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).startsWith(" #bytes")) {
+                head = i;
+            }
+        }
+        assertTrue(head >= 0, out);
+        int i = head + 1;
+        java.util.Map<Long, Double> tMax = new java.util.HashMap<>();
+        while (!lines.get(i).startsWith("-----")) {
+            Matcher m = LAT_ROW.matcher(lines.get(i));
+            assertTrue(m.find(), "only rows between #bytes and the dashed line, not <" + lines.get(i) + ">:\n" + out);
+            tMax.put(Long.parseLong(m.group(1)), Double.parseDouble(m.group(4)));
+            i++;
+        }
+        assertEquals(23, tMax.size(), out);
+        int hdr = 0;
+        for (int j = i + 1; j < lines.size(); j++) {
+            Matcher m = HDR.matcher(lines.get(j));
+            if (m.find()) {
+                hdr++;
+                long size = Long.parseLong(m.group(3));
+                assertEquals(197, Long.parseLong(m.group(2)), "199 gaps of 200 posts, the 2 slowest left out: " + lines.get(j));
+                double max = Double.parseDouble(m.group(1));
+                // HdrHistogram keeps 3 significant digits: its max may round up by 0.1 %
+                assertTrue(max <= tMax.get(size) * 1.001 + 0.01, "the histogram's max " + max + " is within the row's t_max "
+                        + tMax.get(size) + " (" + size + " B)");
+            }
+        }
+        assertEquals(23, hdr, "one HdrHistogram line per size after the table:\n" + out);
+    }
+
+    @Test
+    void rxDepthWhereCPrintsIt(TestDevice device) throws Exception {
+        Perf.Result[] r = JavaToJavaTest.pair(device, "send_lat", List.of());
+        assertTrue(r[0].out().contains(" RX depth        :"), "the send_lat server prints RX depth:\n" + r[0].out());
+        assertFalse(r[1].out().contains(" RX depth        :"), "the send_lat client does not, as C:\n" + r[1].out());
+    }
+
+    @Test
+    void jsonHasCsKeysAndNumberFormats(TestDevice device, @TempDir Path dir) throws Exception {
+        Path lat = dir.resolve("lat.json");
+        Path bw = dir.resolve("bw.json");
+        Perf.Result[] l = JavaToJavaTest.pair(device, "write_lat", List.of("--out_json", "--out_json_file", lat.toString()));
+        assertEquals(0, l[1].exit());
+        // the server writes its own file: the client's is the one asked for on its side (same path, written last)
+        JsonNode latJson = new ObjectMapper().readTree(lat.toFile());
+        for (String key : List.of("Dual_port", "Transport_type", "Using_SRQ", "PCIe_relax_order", "ibv_wr_API", "rdma_cm_QPs",
+                "Data_ex_method")) {
+            assertTrue(latJson.path("test_info").has(key), key + " in " + latJson);
+        }
+        assertEquals("usec", latJson.path("test_info").path("units").asText());
+        Perf.Result[] b = JavaToJavaTest.pair(device, "write_bw", List.of("--out_json", "--out_json_file", bw.toString()));
+        assertEquals(0, b[1].exit());
+        String text = java.nio.file.Files.readString(bw);
+        assertTrue(Pattern.compile("\"MsgRate\" : \\d+\\.\\d{6}[,\\s]").matcher(text).find(), "C's %.6f: " + text);
+        assertFalse(text.contains("E-"), text);
+    }
+}
