@@ -20,13 +20,46 @@ abstract class Oob implements AutoCloseable {
     final boolean server;
     final long timeoutMs;
     final String peer;
-    /** When the channel was made: the wait for the first message counts from here. */
+    /** When the channel was made: the wait for the first message counts from here ({@link #waitStartNs}). */
     private final long madeNs = System.nanoTime();
+    private boolean waited;
 
     Oob(boolean server, long timeoutMs, String peer) {
         this.server = server;
         this.timeoutMs = timeoutMs;
         this.peer = peer;
+    }
+
+    /**
+     * While set ({@link #watch}), a wait that sees no message also polls this side's port activity
+     * and ends after {@link #stallMs} without a move: a peer that stopped mid-run sends nothing, on
+     * the wire or on the control channel.
+     */
+    java.util.function.LongSupplier activity;
+    long stallMs;
+
+    /**
+     * Makes the next waits also end when the port stays still for {@code stallMs} (null: only their deadline).
+     *
+     * @param activity the port's activity ({@link CounterWatch#activity}), or null
+     * @param stallMs  the longest stillness
+     */
+    final void watch(java.util.function.LongSupplier activity, long stallMs) {
+        this.activity = activity;
+        this.stallMs = stallMs;
+    }
+
+    /**
+     * When a wait for a message starts counting: now, but for the first message, when the channel
+     * was made. The peer's silence began then, not when this side came to read (after a server's
+     * warm-up grace or the counters' snapshot), so the stall bound holds from the stall.
+     */
+    final long waitStartNs() {
+        if (waited) {
+            return System.nanoTime();
+        }
+        waited = true;
+        return madeNs;
     }
 
     /** The per-message wait (--handshake_timeout), ms. */
@@ -69,10 +102,7 @@ abstract class Oob implements AutoCloseable {
     /** Exchanges versions; refuses a peer that is not a perftest or is older than 5.70. */
     String exchangeVersion() {
         byte[] mine = Arrays.copyOf(VERSION.getBytes(StandardCharsets.US_ASCII), 16);
-        // the peer's silence began when the channel was made, not when this side came to read
-        // (a server's warm-up may end first): the first wait counts from then
-        long sinceMadeMs = (System.nanoTime() - madeNs) / 1_000_000;
-        byte[] theirs = exchange(mine, 16, "the perftest version", timeoutMs <= 0 ? 0 : Math.max(1, timeoutMs - sinceMadeMs));
+        byte[] theirs = exchange(mine, 16, "the perftest version");
         int end = 0;
         while (end < 16 && theirs[end] != 0) {
             end++;

@@ -40,6 +40,7 @@ final class Run {
     private long allocated = -1;
     private Warmup.Outcome warmup;
     private String thresholdMiss;
+    private CounterWatch counters;
 
     Run(PerftestCommand c) {
         this.c = c;
@@ -48,7 +49,6 @@ final class Run {
 
     int execute() {
         s = new Session(c);
-        CounterWatch counters = null;
         try {
             if (c.isServer()) {
                 // listen at once and warm up while waiting for the client (C listens within a second)
@@ -170,6 +170,22 @@ final class Run {
         QpRecord r = oob.exchangeRecord(s.mine[0], what, waitMs);
         if (!accepted) {
             acceptOnce(new QpRecord[] {r});
+        }
+    }
+
+    /**
+     * A passive server's wait for its client's end of run: up to {@code --run_timeout}, and, where
+     * the port's counters can be read (TCP handshake), no longer than {@code --completion_timeout}
+     * after the last move of any counter of this side's port: a client that stopped mid-run ends
+     * the server within that bound (10 s by default), not 600 s.
+     */
+    private void awaitClientsEndOfRun() {
+        java.util.function.LongSupplier activity = counters != null && !c.rdmaCm ? counters.activity() : null;
+        oob.watch(activity, Math.max(1, c.completionNs() / 1_000_000));
+        try {
+            sync("the client's end of run", c.runMs());
+        } finally {
+            oob.watch(null, 0);
         }
     }
 
@@ -422,7 +438,7 @@ final class Run {
         if (!send && !c.bidirectional) {
             if (c.isServer()) {
                 // The client runs meanwhile: this wait lasts as long as its run.
-                sync("the client's end of run", c.runMs());
+                awaitClientsEndOfRun();
                 BwLoop.BwResult theirs = exchangeReport(new BwLoop.BwResult(0, 0, 0, 0, 0));
                 report.bwRow(theirs);
                 outputs.bw(theirs);
@@ -549,7 +565,7 @@ final class Run {
         }
         if (passiveServer) {
             // The client reads from (or runs atomics on) this side's memory meanwhile.
-            sync("the client's end of run", c.runMs());
+            awaitClientsEndOfRun();
             oob.finish(true);
             return;
         }
