@@ -156,36 +156,64 @@ final class Outputs {
         }
     }
 
-    /** Latency: value at each percentile against 1/(1-p) on a log axis, so the tail gets room. */
-    static void plotLatency(Path file, String title, Histogram h) {
-        plotLatency(file, title, h, null);
+    /** The percentiles a latency plot draws, each only where the sample count supports it ({@link #supported}). */
+    static final double[] PLOT_PERCENTILES = {0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999};
+
+    /**
+     * Whether {@code samples} support percentile {@code q}: at least one sample lies beyond it
+     * ({@code (1 - q/100) * samples >= 1}); p99.99 needs 10,000 samples, p99.9 1,000.
+     */
+    static boolean supported(double q, long samples) {
+        return samples > 0 && (1 - q / 100) * samples >= 1 - 1e-9;
     }
 
     /**
-     * Latency, with C's figures of the same test beside jverbs' curve when {@code c} is given:
-     * its t_min, t_typical, 99% and 99.9% at their percentiles (C prints no more of its
-     * distribution).
+     * Latency, HdrHistogram style: the value at each percentile against 1/(1-p) on a log axis (10 is
+     * p90, 1000 p99.9), latency on a log axis too, so that the median and the tail both get room;
+     * one curve per message size, each as deep as its samples support; with {@code c}, C's points of
+     * its (last) row, which, like these histograms, leave its two slowest samples out.
+     *
+     * @param file   the PNG
+     * @param title  the chart's title
+     * @param curves message size to its histogram, in the order to draw
+     * @param c      C's result of the same test, or null
      */
-    static void plotLatency(Path file, String title, Histogram h, CReference c) {
-        XYSeries series = new XYSeries("jverbs (usec)");
-        for (double q : new double[] {0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999}) {
-            if (h.getTotalCount() == 0) {
-                break;
+    static void plotLatency(Path file, String title, Map<Long, Histogram> curves, CReference c) {
+        XYSeriesCollection data = new XYSeriesCollection();
+        for (Map.Entry<Long, Histogram> e : curves.entrySet()) {
+            XYSeries series = latencySeries("jverbs " + e.getKey() + " B (usec)", e.getValue());
+            if (series.getItemCount() > 0) {
+                data.addSeries(series);
             }
-            series.add(1 / (1 - q / 100), h.getValueAtPercentile(q) / 1e3);
         }
-        JFreeChart chart = ChartFactory.createXYLineChart(title, "percentile (1/(1-p): 10 = p90, 100 = p99, 1000 = p99.9)",
-                "latency [usec]", dataset(series, c == null ? null : cLatency(c)), PlotOrientation.VERTICAL, true, false, false);
-        XYPlot plot = chart.getXYPlot();
         if (c != null) {
-            org.jfree.chart.renderer.xy.XYLineAndShapeRenderer r = new org.jfree.chart.renderer.xy.XYLineAndShapeRenderer(true, true);
-            plot.setRenderer(r);
+            data.addSeries(cLatency(c));
         }
-        LogAxis x = new LogAxis("percentile (1/(1-p): 10 = p90, 100 = p99, 1000 = p99.9)");
+        String xLabel = "percentile (1/(1-p): 10 = p90, 100 = p99, 1000 = p99.9)";
+        JFreeChart chart = ChartFactory.createXYLineChart(title, xLabel, "latency [usec]", data, PlotOrientation.VERTICAL,
+                true, false, false);
+        XYPlot plot = chart.getXYPlot();
+        plot.setRenderer(new org.jfree.chart.renderer.xy.XYLineAndShapeRenderer(true, true));
+        LogAxis x = new LogAxis(xLabel);
         x.setBase(10);
         x.setSmallestValue(1);
         plot.setDomainAxis(x);
+        LogAxis y = new LogAxis("latency [usec]");
+        y.setBase(10);
+        y.setSmallestValue(0.01);
+        plot.setRangeAxis(y);
         save(file, chart);
+    }
+
+    /** One histogram's points: (1/(1-p), usec) for each supported percentile of {@link #PLOT_PERCENTILES}. */
+    static XYSeries latencySeries(String name, Histogram h) {
+        XYSeries series = new XYSeries(name);
+        for (double q : PLOT_PERCENTILES) {
+            if (supported(q, h.getTotalCount())) {
+                series.add(1 / (1 - q / 100), Math.max(0.01, h.getValueAtPercentile(q) / 1e3));
+            }
+        }
+        return series;
     }
 
     /** Bandwidth per 10 ms, against seconds. */
@@ -227,8 +255,11 @@ final class Outputs {
 
     private static XYSeries cLatency(CReference c) {
         XYSeries s = new XYSeries(c.label());
+        long samples = c.latencySamples();
         for (double[] p : c.latencyPoints()) {
-            s.add(1 / (1 - p[0] / 100), p[1]);
+            if (samples <= 0 || supported(p[0], samples)) {
+                s.add(1 / (1 - p[0] / 100), Math.max(0.01, p[1]));
+            }
         }
         return s;
     }

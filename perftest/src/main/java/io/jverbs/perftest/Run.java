@@ -573,6 +573,7 @@ final class Run {
         Histogram last = null;
         LatStats lastStats = null;
         java.util.List<String> hdrLines = new java.util.ArrayList<>();
+        java.util.Map<Long, Histogram> curves = new java.util.LinkedHashMap<>();
         long startMs = System.currentTimeMillis();
         for (int size : c.sizes) {
             settleJit(send);
@@ -601,6 +602,9 @@ final class Run {
                 outputs.lat(lastStats, h);
             }
             hdrLines.add(Report.hdr(size, h, !c.duration()));
+            if (c.plot != null) {
+                curves.put((long) size, h);
+            }
             last = h;
         }
         report.line();
@@ -615,8 +619,8 @@ final class Run {
             Outputs.hdrLog(c.hdrLog, last, startMs);
         }
         if (c.plot != null && last != null) {
-            Outputs.plotLatency(c.plot, c.name() + " " + c.sizes[c.sizes.length - 1] + " B, jverbs "
-                    + (c.isServer() ? "server" : "client"), last, c.cReference);
+            Outputs.plotLatency(c.plot, c.name() + (c.sizes.length > 1 ? " -a" : " " + c.sizes[0] + " B") + ", jverbs "
+                    + (c.isServer() ? "server" : "client"), curves, c.cReference);
         }
         if (c.maxLatP99 != null && lastStats != null && lastStats.p99() > c.maxLatP99) {
             thresholdMiss = String.format(java.util.Locale.ROOT, "99%% latency %.2f usec is above --max-lat-p99 %.2f",
