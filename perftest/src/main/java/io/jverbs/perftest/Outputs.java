@@ -272,28 +272,12 @@ final class Outputs {
         return d;
     }
 
-    /**
-     * compare-perftest's picture: per case, C's and jverbs' medians side by side (bars), one
-     * chart for bandwidth (MB/s) and one for latency (t_typical, µs).
-     */
-    static void plotComparison(Path file, String title, String valueAxis, List<String> cases, double[] c, double[] java) {
-        org.jfree.data.category.DefaultCategoryDataset d = new org.jfree.data.category.DefaultCategoryDataset();
-        for (int i = 0; i < cases.size(); i++) {
-            d.addValue(c[i], "C perftest", cases.get(i));
-            d.addValue(java[i], "jverbs-perftest", cases.get(i));
-        }
-        JFreeChart chart = ChartFactory.createBarChart(title, "case", valueAxis, d, PlotOrientation.VERTICAL, true, false, false);
-        org.jfree.chart.axis.CategoryAxis axis = chart.getCategoryPlot().getDomainAxis();
-        axis.setCategoryLabelPositions(org.jfree.chart.axis.CategoryLabelPositions.UP_45);
-        axis.setMaximumCategoryLabelWidthRatio(2.0f);
-        save(file, chart, Math.max(900, 110 * cases.size()), 560);
-    }
-
     private static void save(Path file, JFreeChart chart) {
         save(file, chart, 900, 500);
     }
 
-    private static void save(Path file, JFreeChart chart, int width, int height) {
+    /** Writes a chart as a PNG of {@code width} x {@code height} pixels (headless). */
+    static void save(Path file, JFreeChart chart, int width, int height) {
         System.setProperty("java.awt.headless", "true");
         try {
             ChartUtils.saveChartAsPNG(file.toFile(), chart, width, height);

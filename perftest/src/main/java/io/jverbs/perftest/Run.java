@@ -21,7 +21,8 @@ import java.lang.management.ManagementFactory;
  */
 final class Run {
     /**
-     * The comparison harness's probe around each measured loop ({@link Compare}): called with
+     * The comparison harness's probe around each measured loop (compare-perftest's harness, in
+     * the test sources): called with
      * true just before a loop starts and false just after it ends, on the measuring thread, outside
      * the clock and the allocation count. Null (the default) outside the harness.
      */

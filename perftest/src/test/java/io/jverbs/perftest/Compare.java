@@ -34,7 +34,8 @@ import java.util.concurrent.TimeUnit;
  * alternating which goes first; round by round, every case once a round, so each case's runs
  * spread over the whole boot. It writes the medians side by side as a table and as JSON.
  *
- * <p>{@code java -cp jverbs-perftest.jar io.jverbs.perftest.Compare --dev rxe0 --gid 1 --ip 10.0.2.15
+ * <p>It lives in perftest's test sources, out of the user's jar: {@code java -cp
+ * perftest/target/jverbs-perftest.jar:perftest/target/test-classes io.jverbs.perftest.Compare --dev rxe0 --gid 1 --ip 10.0.2.15
  * --json out.json --work DIR write_bw:64:1000:3 write_lat:2:200:5 ...} (case = test:size:iters:runs;
  * {@code --pin} binds servers to CPU 1 and clients to CPU 0). {@code Compare --table FILE...} prints the
  * table of a JSON it wrote again, or of several boots' JSONs with their runs pooled case by case
@@ -370,7 +371,7 @@ public final class Compare {
                 continue;
             }
             Path png = Path.of(base + (bw ? "-bw.png" : "-lat.png"));
-            Outputs.plotComparison(png, bw ? "BW average, median of the runs (higher is better)"
+            plotComparison(png, bw ? "BW average, median of the runs (higher is better)"
                             : "t_typical, median of the runs (lower is better)", bw ? "MB/sec" : "usec", names,
                     values.stream().mapToDouble(v -> v[0]).toArray(), values.stream().mapToDouble(v -> v[1]).toArray());
             System.out.println("plot: " + png);
@@ -1017,4 +1018,22 @@ public final class Compare {
         }
         throw new IllegalStateException("nothing listens on port " + port + " after " + timeoutMs + " ms");
     }
+
+    /**
+     * compare-perftest's picture: per case, C's and jverbs' medians side by side (bars), one
+     * chart for bandwidth (MB/s) and one for latency (t_typical, µs).
+     */
+    static void plotComparison(Path file, String title, String valueAxis, List<String> cases, double[] c, double[] java) {
+        org.jfree.data.category.DefaultCategoryDataset d = new org.jfree.data.category.DefaultCategoryDataset();
+        for (int i = 0; i < cases.size(); i++) {
+            d.addValue(c[i], "C perftest", cases.get(i));
+            d.addValue(java[i], "jverbs-perftest", cases.get(i));
+        }
+        org.jfree.chart.JFreeChart chart = org.jfree.chart.ChartFactory.createBarChart(title, "case", valueAxis, d, org.jfree.chart.plot.PlotOrientation.VERTICAL, true, false, false);
+        org.jfree.chart.axis.CategoryAxis axis = chart.getCategoryPlot().getDomainAxis();
+        axis.setCategoryLabelPositions(org.jfree.chart.axis.CategoryLabelPositions.UP_45);
+        axis.setMaximumCategoryLabelWidthRatio(2.0f);
+        Outputs.save(file, chart, Math.max(900, 110 * cases.size()), 560);
+    }
+
 }
