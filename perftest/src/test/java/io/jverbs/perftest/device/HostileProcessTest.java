@@ -34,7 +34,7 @@ class HostileProcessTest {
     /** A jverbs-perftest process: this JVM's java and class path, native access enabled. */
     static Process start(List<String> args) throws IOException {
         List<String> cmd = new ArrayList<>();
-        cmd.add(ProcessHandle.current().info().command().orElse("java"));
+        cmd.add(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString());
         cmd.addAll(List.of("--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC", "-cp",
                 System.getProperty("java.class.path"), Main.class.getName()));
         cmd.addAll(args);
