@@ -41,6 +41,17 @@ class HostileProcessTest {
         return new ProcessBuilder(cmd).redirectErrorStream(true).start();
     }
 
+    /** Everything the process prints (stdout and stderr), once it ends. */
+    private static CompletableFuture<String> output(Process p) {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                return e.toString();
+            }
+        });
+    }
+
     interface Script {
         /** Plays the fake server; returns System.nanoTime() of the stall (when it stops sending). */
         long play(Socket s) throws Exception;
@@ -61,13 +72,7 @@ class HostileProcessTest {
             args.addAll(Perf.deviceArgs(device));
             args.addAll(List.of("-n", "10", "-p", Integer.toString(listener.getLocalPort()), "127.0.0.1"));
             Process p = start(args);
-            CompletableFuture<String> output = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-                } catch (IOException e) {
-                    return e.toString();
-                }
-            });
+            CompletableFuture<String> output = output(p);
             assertTrue(p.waitFor(Perf.TIMEOUT_S, TimeUnit.SECONDS), "the process ended");
             long exitedAt = System.nanoTime();
             long ms = (exitedAt - stalledAt.get(10, TimeUnit.SECONDS)) / 1_000_000;
@@ -129,13 +134,7 @@ class HostileProcessTest {
         args.addAll(Perf.deviceArgs(device));
         args.addAll(List.of("-n", "10", "-p", Integer.toString(port)));
         Process p = start(args);
-        CompletableFuture<String> output = CompletableFuture.supplyAsync(() -> {
-            try {
-                return new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            } catch (IOException e) {
-                return e.toString();
-            }
-        });
+        CompletableFuture<String> output = output(p);
         Perf.awaitListening(port, 60_000, null);
         try (Socket s = new Socket("127.0.0.1", port)) {
             long t0 = System.nanoTime();
