@@ -323,14 +323,16 @@ final class PerftestCommand implements Callable<Integer> {
 
         // run length: iterations, duration, or forever
         refuse(duration != null && duration < 1, "Duration period must be positive");
+        // what C ignores is ignored here too, the parsed options kept as given
+        Integer itersGiven = iters;
+        String sizeGiven = all ? null : sizeText;
         if (duration != null && iters != null) {
             notes.add("note: -D/--duration runs for a time: -n/--iters " + iters + " is ignored, as C does");
-            iters = null;
+            itersGiven = null;
         }
         refuse(all && duration != null, "Duration mode currently doesn't support running on all sizes.");
         if (all && sizeText != null) {
             notes.add("note: -a/--all runs every size from 2 to 2^23: -s/--size " + sizeText + " is ignored, as C does");
-            sizeText = null;
         }
         refuse(events && duration != null, "Duration mode doesn't work with events.");
         if (runInfinitely) {
@@ -338,9 +340,9 @@ final class PerftestCommand implements Callable<Integer> {
             refuse(events, "run_infinitely does not support events feature yet.");
             refuse(bidirectional && verb == Verb.SEND, "run_infinitely mode is not supported in SEND Bidirectional BW test");
             refuse(all, "run_infinitely does not run all sizes");
-            if (iters != null) {
+            if (itersGiven != null) {
                 notes.add("note: --run_infinitely runs until killed: -n/--iters " + iters + " is ignored, as C does");
-                iters = null;
+                itersGiven = null;
             }
         }
         durationSec = duration != null ? duration : runInfinitely ? 5 : 0;
@@ -351,12 +353,12 @@ final class PerftestCommand implements Callable<Integer> {
             marginSec = 0;
         }
         int defaultIters = verb == Verb.WRITE && bw ? 5000 : 1000;
-        itersResolved = iters != null ? iters : defaultIters;
+        itersResolved = itersGiven != null ? itersGiven : defaultIters;
         refuse(itersResolved < 5 || itersResolved > 100_000_000, "Iteration num must be 5..100000000");
 
         // sizes
         int defaultSize = verb == Verb.ATOMIC ? 8 : bw ? 65536 : 2;
-        size = sizeText != null ? parseSize(sizeText) : defaultSize;
+        size = sizeGiven != null ? parseSize(sizeGiven) : defaultSize;
         refuse(size < 1 || size > MAX_SIZE, "Size of message must be 1.." + MAX_SIZE);
         refuse(verb == Verb.ATOMIC && (size != 8 || all), "Message size cannot be changed for Atomic tests");
         if (all) {
