@@ -87,6 +87,14 @@ record CReference(boolean bw, double[] values, Path source) {
     }
 
     /** The latency points: (percentile, µs) for min (p0), typical (p50), 99%, 99.9% and max (p100). */
+    /**
+     * The samples behind C's latency row: its iterations less one (gaps between posts) less its
+     * two slowest ({@code LAT_MEASURE_TAIL}), or 0 when the row gives no count.
+     */
+    long latencySamples() {
+        return values.length > 1 ? Math.max(0, (long) values[1] - 1 - LatStats.TAIL) : 0;
+    }
+
     double[][] latencyPoints() {
         return new double[][] {{0, values[2]}, {50, values[4]}, {99, values[7]}, {99.9, values[8]}};
     }

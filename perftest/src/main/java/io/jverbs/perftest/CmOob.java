@@ -277,7 +277,8 @@ final class CmOob extends Oob implements CompletionHandler {
 
     /** Waits for the next message (between {@code min} and {@code max} bytes), reposts the receive, returns the bytes. */
     private byte[] receive(int min, int max, String what, long waitMs) {
-        long deadline = waitMs <= 0 ? Long.MAX_VALUE : System.nanoTime() + waitMs * 1_000_000;
+        long start = waitStartNs();
+        long deadline = waitMs <= 0 ? Long.MAX_VALUE : start + waitMs * 1_000_000;
         int idle = 0;
         while (!received) {
             if (peerGone) {

@@ -43,6 +43,29 @@ final class CounterWatch {
         }
     }
 
+    /**
+     * The port's activity as one number that moves whenever any of its counters moves (their sum),
+     * read afresh at each call; for telling a peer that has stopped mid-run from one that is slow.
+     *
+     * @return the supplier, or null when the counters cannot be read here
+     */
+    java.util.function.LongSupplier activity() {
+        if (before == null) {
+            return null;
+        }
+        return () -> {
+            try {
+                long sum = 0;
+                for (io.jverbs.counters.Counter counter : counters.snapshot(device, port).counters()) {
+                    sum += counter.value();
+                }
+                return sum;
+            } catch (RuntimeException e) {
+                return Long.MIN_VALUE; // unreadable now: counts as a move, never as a stall
+            }
+        };
+    }
+
     /** Reads the counters again, prints what moved, and adds it to the JSON report (when there is one). */
     CounterDelta finish(PerftestCommand c, Outputs outputs) {
         Map<String, Object> json = new LinkedHashMap<>();

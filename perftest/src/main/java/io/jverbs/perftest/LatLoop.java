@@ -149,11 +149,28 @@ final class LatLoop implements CompletionHandler {
 
     /**
      * After an iteration-mode loop: each post-to-post gap, divided as C divides it, into the
-     * histogram (in duration mode the loop recorded them already).
+     * histogram, but for the {@link LatStats#TAIL} slowest, which C's row leaves out too
+     * ({@code LAT_MEASURE_TAIL}), so the histogram and the row describe the same samples (in
+     * duration mode the loop recorded every gap already).
      */
     void recordHistogram() {
+        int slowest = -1;
+        int second = -1;
+        if (stamped - 1 > LatStats.TAIL) {
+            for (int k = 1; k < stamped; k++) {
+                long gap = tposted[k] - tposted[k - 1];
+                if (slowest < 0 || gap > tposted[slowest] - tposted[slowest - 1]) {
+                    second = slowest;
+                    slowest = k;
+                } else if (second < 0 || gap > tposted[second] - tposted[second - 1]) {
+                    second = k;
+                }
+            }
+        }
         for (int k = 1; k < stamped; k++) {
-            record(tposted[k] - tposted[k - 1]);
+            if (k != slowest && k != second) {
+                record(tposted[k] - tposted[k - 1]);
+            }
         }
     }
 

@@ -22,7 +22,8 @@ import java.util.Arrays;
  */
 record LatStats(long size, long iters, double min, double max, double typical, double avg, double stdev, double p99,
                 double p999, double[] unsorted, double[] sorted) {
-    private static final int TAIL = 2;
+    /** C's {@code LAT_MEASURE_TAIL}: the slowest gaps the row leaves out. */
+    static final int TAIL = 2;
 
     static LatStats of(long size, long[] tposted, int rttFactor) {
         int count = tposted.length - 1;

@@ -26,7 +26,7 @@ public final class Main implements Runnable {
         for (Verb verb : Verb.values()) {
             for (Kind kind : Kind.values()) {
                 PerftestCommand c = new PerftestCommand(verb, kind);
-                cl.addSubcommand(c.name(), new CommandLine(c));
+                cl.addSubcommand(c.name(), CompatOptions.commandLine(c));
             }
         }
         cl.addSubcommand("exporter", new CommandLine(new ExporterCommand()));

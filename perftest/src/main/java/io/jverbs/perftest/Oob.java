@@ -20,11 +20,46 @@ abstract class Oob implements AutoCloseable {
     final boolean server;
     final long timeoutMs;
     final String peer;
+    /** When the channel was made: the wait for the first message counts from here ({@link #waitStartNs}). */
+    private final long madeNs = System.nanoTime();
+    private boolean waited;
 
     Oob(boolean server, long timeoutMs, String peer) {
         this.server = server;
         this.timeoutMs = timeoutMs;
         this.peer = peer;
+    }
+
+    /**
+     * While set ({@link #watch}), a wait that sees no message also polls this side's port activity
+     * and ends after {@link #stallMs} without a move: a peer that stopped mid-run sends nothing, on
+     * the wire or on the control channel.
+     */
+    java.util.function.LongSupplier activity;
+    long stallMs;
+
+    /**
+     * Makes the next waits also end when the port stays still for {@code stallMs} (null: only their deadline).
+     *
+     * @param activity the port's activity ({@link CounterWatch#activity}), or null
+     * @param stallMs  the longest stillness
+     */
+    final void watch(java.util.function.LongSupplier activity, long stallMs) {
+        this.activity = activity;
+        this.stallMs = stallMs;
+    }
+
+    /**
+     * When a wait for a message starts counting: now, but for the first message, when the channel
+     * was made. The peer's silence began then, not when this side came to read (after a server's
+     * warm-up grace or the counters' snapshot), so the stall bound holds from the stall.
+     */
+    final long waitStartNs() {
+        if (waited) {
+            return System.nanoTime();
+        }
+        waited = true;
+        return madeNs;
     }
 
     /** The per-message wait (--handshake_timeout), ms. */

@@ -36,9 +36,15 @@ final class Outputs {
         info.put("test", title + (c.kind == Kind.BW ? "_BW_Test" : "_Latency_Test"));
         info.put("implementation", "jverbs-perftest");
         info.put("role", c.isServer() ? "server" : "client");
+        // C's test_info keys, with what jverbs does (see the header box in Report)
+        info.put("Dual_port", "OFF");
         info.put("Device", s.context.name());
         info.put("Number_of_qps", s.count());
+        info.put("Transport_type", "IB");
         info.put("Connection_type", c.connection);
+        info.put("Using_SRQ", "OFF");
+        info.put("PCIe_relax_order", "OFF");
+        info.put("ibv_wr_API", "OFF");
         info.put("TX_depth", c.tx);
         if (c.verb == Verb.SEND) {
             info.put("RX_depth", c.rx);
@@ -53,9 +59,16 @@ final class Outputs {
         }
         info.put("Max_inline_data", s.maxInline);
         info.put("Outstand_reads", s.outReads);
+        info.put("rdma_cm_QPs", c.rdmaCm ? "ON" : "OFF");
+        info.put("Data_ex_method", c.rdmaCm ? "rdma_cm" : "Ethernet");
         info.put("bidirectional", c.bidirectional);
         info.put("duration_s", c.durationSec);
-        info.put("units", c.reportGbits ? "Gb/sec" : "MB/sec");
+        info.put("units", units(c));
+    }
+
+    /** The unit of the results: C's table heads ({@code BW average[MB/sec]}, {@code t_avg[usec]}). */
+    static String units(PerftestCommand c) {
+        return c.kind == Kind.LAT ? "usec" : c.reportGbits ? "Gb/sec" : "MB/sec";
     }
 
     void bw(BwLoop.BwResult r) {
@@ -117,10 +130,16 @@ final class Outputs {
             root.put("all_results", results);
         }
         try {
-            new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(file.toFile(), root);
+            mapper().writeValue(file.toFile(), root);
         } catch (IOException e) {
             throw new PerftestException("couldn't write the JSON report " + file + ": " + e.getMessage(), e);
         }
+    }
+
+    /** The JSON writer of the report: indented, numbers as {@link #round} made them (plain, fixed point). */
+    static ObjectMapper mapper() {
+        return new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
+                .enable(com.fasterxml.jackson.core.JsonGenerator.Feature.WRITE_BIGDECIMAL_AS_PLAIN);
     }
 
     static void hdrLog(Path file, Histogram h, long startMs) {
@@ -137,36 +156,64 @@ final class Outputs {
         }
     }
 
-    /** Latency: value at each percentile against 1/(1-p) on a log axis, so the tail gets room. */
-    static void plotLatency(Path file, String title, Histogram h) {
-        plotLatency(file, title, h, null);
+    /** The percentiles a latency plot draws, each only where the sample count supports it ({@link #supported}). */
+    static final double[] PLOT_PERCENTILES = {0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999};
+
+    /**
+     * Whether {@code samples} support percentile {@code q}: at least one sample lies beyond it
+     * ({@code (1 - q/100) * samples >= 1}); p99.99 needs 10,000 samples, p99.9 1,000.
+     */
+    static boolean supported(double q, long samples) {
+        return samples > 0 && (1 - q / 100) * samples >= 1 - 1e-9;
     }
 
     /**
-     * Latency, with C's figures of the same test beside jverbs' curve when {@code c} is given:
-     * its t_min, t_typical, 99% and 99.9% at their percentiles (C prints no more of its
-     * distribution).
+     * Latency, HdrHistogram style: the value at each percentile against 1/(1-p) on a log axis (10 is
+     * p90, 1000 p99.9), latency on a log axis too, so that the median and the tail both get room;
+     * one curve per message size, each as deep as its samples support; with {@code c}, C's points of
+     * its (last) row, which, like these histograms, leave its two slowest samples out.
+     *
+     * @param file   the PNG
+     * @param title  the chart's title
+     * @param curves message size to its histogram, in the order to draw
+     * @param c      C's result of the same test, or null
      */
-    static void plotLatency(Path file, String title, Histogram h, CReference c) {
-        XYSeries series = new XYSeries("jverbs (usec)");
-        for (double q : new double[] {0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 99.999}) {
-            if (h.getTotalCount() == 0) {
-                break;
+    static void plotLatency(Path file, String title, Map<Long, Histogram> curves, CReference c) {
+        XYSeriesCollection data = new XYSeriesCollection();
+        for (Map.Entry<Long, Histogram> e : curves.entrySet()) {
+            XYSeries series = latencySeries("jverbs " + e.getKey() + " B (usec)", e.getValue());
+            if (series.getItemCount() > 0) {
+                data.addSeries(series);
             }
-            series.add(1 / (1 - q / 100), h.getValueAtPercentile(q) / 1e3);
         }
-        JFreeChart chart = ChartFactory.createXYLineChart(title, "percentile (1/(1-p): 10 = p90, 100 = p99, 1000 = p99.9)",
-                "latency [usec]", dataset(series, c == null ? null : cLatency(c)), PlotOrientation.VERTICAL, true, false, false);
-        XYPlot plot = chart.getXYPlot();
         if (c != null) {
-            org.jfree.chart.renderer.xy.XYLineAndShapeRenderer r = new org.jfree.chart.renderer.xy.XYLineAndShapeRenderer(true, true);
-            plot.setRenderer(r);
+            data.addSeries(cLatency(c));
         }
-        LogAxis x = new LogAxis("percentile (1/(1-p): 10 = p90, 100 = p99, 1000 = p99.9)");
+        String xLabel = "percentile (1/(1-p): 10 = p90, 100 = p99, 1000 = p99.9)";
+        JFreeChart chart = ChartFactory.createXYLineChart(title, xLabel, "latency [usec]", data, PlotOrientation.VERTICAL,
+                true, false, false);
+        XYPlot plot = chart.getXYPlot();
+        plot.setRenderer(new org.jfree.chart.renderer.xy.XYLineAndShapeRenderer(true, true));
+        LogAxis x = new LogAxis(xLabel);
         x.setBase(10);
         x.setSmallestValue(1);
         plot.setDomainAxis(x);
+        LogAxis y = new LogAxis("latency [usec]");
+        y.setBase(10);
+        y.setSmallestValue(0.01);
+        plot.setRangeAxis(y);
         save(file, chart);
+    }
+
+    /** One histogram's points: (1/(1-p), usec) for each supported percentile of {@link #PLOT_PERCENTILES}. */
+    static XYSeries latencySeries(String name, Histogram h) {
+        XYSeries series = new XYSeries(name);
+        for (double q : PLOT_PERCENTILES) {
+            if (supported(q, h.getTotalCount())) {
+                series.add(1 / (1 - q / 100), Math.max(0.01, h.getValueAtPercentile(q) / 1e3));
+            }
+        }
+        return series;
     }
 
     /** Bandwidth per 10 ms, against seconds. */
@@ -208,8 +255,11 @@ final class Outputs {
 
     private static XYSeries cLatency(CReference c) {
         XYSeries s = new XYSeries(c.label());
+        long samples = c.latencySamples();
         for (double[] p : c.latencyPoints()) {
-            s.add(1 / (1 - p[0] / 100), p[1]);
+            if (samples <= 0 || supported(p[0], samples)) {
+                s.add(1 / (1 - p[0] / 100), Math.max(0.01, p[1]));
+            }
         }
         return s;
     }
@@ -222,28 +272,12 @@ final class Outputs {
         return d;
     }
 
-    /**
-     * compare-perftest's picture: per case, C's and jverbs' medians side by side (bars), one
-     * chart for bandwidth (MB/s) and one for latency (t_typical, µs).
-     */
-    static void plotComparison(Path file, String title, String valueAxis, List<String> cases, double[] c, double[] java) {
-        org.jfree.data.category.DefaultCategoryDataset d = new org.jfree.data.category.DefaultCategoryDataset();
-        for (int i = 0; i < cases.size(); i++) {
-            d.addValue(c[i], "C perftest", cases.get(i));
-            d.addValue(java[i], "jverbs-perftest", cases.get(i));
-        }
-        JFreeChart chart = ChartFactory.createBarChart(title, "case", valueAxis, d, PlotOrientation.VERTICAL, true, false, false);
-        org.jfree.chart.axis.CategoryAxis axis = chart.getCategoryPlot().getDomainAxis();
-        axis.setCategoryLabelPositions(org.jfree.chart.axis.CategoryLabelPositions.UP_45);
-        axis.setMaximumCategoryLabelWidthRatio(2.0f);
-        save(file, chart, Math.max(900, 110 * cases.size()), 560);
-    }
-
     private static void save(Path file, JFreeChart chart) {
         save(file, chart, 900, 500);
     }
 
-    private static void save(Path file, JFreeChart chart, int width, int height) {
+    /** Writes a chart as a PNG of {@code width} x {@code height} pixels (headless). */
+    static void save(Path file, JFreeChart chart, int width, int height) {
         System.setProperty("java.awt.headless", "true");
         try {
             ChartUtils.saveChartAsPNG(file.toFile(), chart, width, height);
@@ -252,10 +286,14 @@ final class Outputs {
         }
     }
 
-    private static double round(double v, int digits) {
+    /**
+     * A number as C's {@code %.Nf} writes it into its JSON: fixed point with {@code digits} decimals
+     * ({@code 0.001059}, never {@code 1.059E-3}); the JSON writer keeps it plain.
+     */
+    static java.math.BigDecimal round(double v, int digits) {
         if (!Double.isFinite(v)) {
-            return 0;
+            return java.math.BigDecimal.ZERO.setScale(digits);
         }
-        return new java.math.BigDecimal(v).setScale(digits, java.math.RoundingMode.HALF_UP).doubleValue();
+        return new java.math.BigDecimal(v).setScale(digits, java.math.RoundingMode.HALF_UP);
     }
 }

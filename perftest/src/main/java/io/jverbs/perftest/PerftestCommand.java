@@ -16,7 +16,7 @@ import java.util.concurrent.Callable;
  * refused combination is exit code 2 with a one-line reason), then {@link Run}. Without a host
  * argument it is the server; with one, the client.
  */
-@Command(mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true,
+@Command(mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true, version = "Version: " + Oob.VERSION,
         description = "Without <host>: start a server and wait for a connection. With <host>: connect to that server.")
 final class PerftestCommand implements Callable<Integer> {
     static final int MAX_SIZE = 8_388_608;
@@ -79,7 +79,7 @@ final class PerftestCommand implements Callable<Integer> {
     String atomicType;
     @Option(names = {"-N", "--noPeak"}, description = "do not compute the peak bandwidth")
     boolean noPeak;
-    @Option(names = {"-H", "--report-histogram"}, description = "print every latency sample, sorted")
+    @Option(names = {"-H", "--report-histogram", "--report-histogrm"}, description = "print every latency sample, sorted")
     boolean histogram;
     @Option(names = {"-U", "--report-unsorted"}, description = "print every latency sample, in order")
     boolean unsorted;
@@ -96,14 +96,18 @@ final class PerftestCommand implements Callable<Integer> {
 
     @Option(names = "--handshake_timeout", paramLabel = "<sec>", description = "most seconds to wait for each handshake message (default 4)")
     double handshakeTimeout = 4;
-    @Option(names = "--connect_timeout", paramLabel = "<sec>", description = "most seconds for the client to connect / the server to be reached (default 60)")
-    double connectTimeout = 60;
+    @Option(names = "--connect_timeout", paramLabel = "<sec>", description = "most seconds for the client to reach the"
+            + " server (default 60) / for the server to be reached (default: no limit, as C)")
+    Double connectTimeout;
     @Option(names = "--completion_timeout", paramLabel = "<sec>", description = "most seconds without progress during the run (default 10)")
     double completionTimeout = 10;
     @Option(names = "--run_timeout", paramLabel = "<sec>", description = "BW server: most seconds to wait for the client's run (default 600; 0: no limit)")
     double runTimeout = 600;
-    @Option(names = "--min-bw", paramLabel = "<MB/s>", description = "exit 1 when the average bandwidth is below this (MiB/s)")
+    @Option(names = {"-w", "--limit_bw", "--min-bw"}, paramLabel = "<MB/s>",
+            description = "exit 1 when the average bandwidth is below this (MiB/s)")
     Double minBw;
+    @Option(names = {"-y", "--limit_msgrate"}, paramLabel = "<Mpps>", description = "exit 1 when the message rate is below this (Mpps)")
+    Double minMsgRate;
     @Option(names = "--max-lat-p99", paramLabel = "<usec>", description = "exit 1 when the 99%% latency percentile is above this")
     Double maxLatP99;
     @Option(names = "--plot", paramLabel = "<file.png>", description = "draw a PNG: latency percentiles, or bandwidth over time")
@@ -120,6 +124,8 @@ final class PerftestCommand implements Callable<Integer> {
     boolean noWarmup;
 
     // resolved by check()
+    /** What check() changed in the command line as C does (a flag that another overrides), one line each. */
+    final java.util.List<String> notes = new java.util.ArrayList<>();
     int size;
     int[] sizes;
     int itersResolved;
@@ -133,13 +139,17 @@ final class PerftestCommand implements Callable<Integer> {
     /**
      * C perftest's inline size when {@code -I} is not given: on a device it recognises, 220 bytes
      * for the RC write latency test and 236 for the RC send latency test, 0 for every bandwidth
-     * test and for read and atomics; on a device it does not recognise (rxe among them), 0. jverbs recognises NVIDIA/Mellanox (vendor {@code 0x02c9}); C's own sizes for
-     * other vendors' NICs (Broadcom 96, EFA 32, …) are not copied: pass {@code -I} there.
+     * test and for read and atomics; on a device it does not recognise (rxe among them), 0 even with
+     * {@code -I}, as C. jverbs gives the latency defaults for NVIDIA/Mellanox (vendor {@code 0x02c9});
+     * C's own sizes for other vendors' NICs (Broadcom 96, EFA 32, …) are not copied: pass {@code -I} there.
      *
      * @param vendorId the device's {@code vendor_id}
      * @return the inline size C would use
      */
     int defaultInline(int vendorId) {
+        if (!inlineRecognised(vendorId)) {
+            return 0; // C: "Device not recognized to implement inline feature. Disabling it" (-I included)
+        }
         if (vendorId != MELLANOX_VENDOR_ID || kind != Kind.LAT || inlineSize != null) {
             return inline;
         }
@@ -151,6 +161,27 @@ final class PerftestCommand implements Callable<Integer> {
     }
 
     static final int MELLANOX_VENDOR_ID = 0x02c9;
+    /**
+     * The vendors whose devices C perftest's {@code ib_dev_name} knows (Mellanox/NVIDIA, Chelsio,
+     * Intel, Broadcom, Amazon EFA, Huawei, QLogic/Marvell); C goes by part number, jverbs by vendor.
+     * Soft-RoCE ({@code 0xffffff}) and siw are not among them.
+     */
+    private static final java.util.Set<Integer> INLINE_VENDORS = java.util.Set.of(0x02c9, 0x15b3, 0x1425, 0x8086, 0x14e4,
+            0x1d0f, 0x19e5, 0x1077, 0x1fc1);
+
+    /** Whether C perftest recognises the device's inline support (else it disables inline). */
+    static boolean inlineRecognised(int vendorId) {
+        return INLINE_VENDORS.contains(vendorId);
+    }
+
+    /**
+     * Whether C prints "Device not recognized to implement inline feature. Disabling it" here: on a
+     * device it does not recognise, when the inline size was set (by {@code -I}, or to 0 by read and
+     * atomic tests) rather than left to the device.
+     */
+    boolean inlineNote(int vendorId) {
+        return !inlineRecognised(vendorId) && (inlineSize != null || verb == Verb.READ || verb == Verb.ATOMIC);
+    }
     /** C's default receive depth of send tests ({@code DEF_RX_SEND}). */
     static final int DEFAULT_RX_SEND = 512;
     /** C's receive depth of UC and UD tests that kept the default ({@code UC_MAX_RX}), at most the iterations. */
@@ -221,6 +252,13 @@ final class PerftestCommand implements Callable<Integer> {
     public Integer call() {
         try {
             check();
+            if (spec != null) {
+                notes.addAll(0, CompatOptions.notes(spec.commandLine().getParseResult()));
+            }
+            for (String note : notes) {
+                err().println(note);
+            }
+            err().flush();
             if (postListNote) {
                 out().println("Post List requested - CQ moderation will be the size of the post list");
             }
@@ -236,6 +274,7 @@ final class PerftestCommand implements Callable<Integer> {
     /** The C checks (perftest_parameters.c), plus what this implementation cannot honour: exit 2. */
     void check() {
         boolean bw = kind == Kind.BW;
+        notes.clear();
         refuse(postList < 1, "-l/--post_list must be 1 or more");
         refuse(postList > 1 && !bw, "Post list is supported in BW tests only");
         switch (connection) {
@@ -266,29 +305,45 @@ final class PerftestCommand implements Callable<Integer> {
                 default -> refuse(true, "Invalid Atomic type! please choose from {CMP_AND_SWAP,FETCH_AND_ADD}");
             }
         }
-        refuse(outs != null && (outs < 1 || outs > 255), "-o/--outs must be 1..255");
-        refuse(outs != null && verb != Verb.READ && verb != Verb.ATOMIC, "-o/--outs is for read and atomic tests only");
+        // -o above the device's max_qp_rd_atom is lowered to it, and 0 or less means that max, as C (Session)
+        refuse(outs != null && verb != Verb.READ && verb != Verb.ATOMIC, "Setting Outstanding reads only available on READ verb");
+        refuse(inlineSize != null && (verb == Verb.READ || verb == Verb.ATOMIC), "Inline feature not available on READ/Atomic verbs");
+        refuse(rxDepth != null && verb != Verb.SEND && rxDepth > 1, "On RDMA verbs rx depth can be only 1");
+        refuse(cqMod != null && (cqMod < 1 || cqMod > 1024), "CQ moderation should be between 1 and 1024");
         refuse(ibPort < 1 || ibPort > 255, "IB Port can't be less than 1");
         refuse(tcpPort < 1 || tcpPort > 65535, "-p/--port must be 1..65535");
-        refuse(gidIndex != null && gidIndex < 0, "-x/--gid-index must be 0 or more");
+        refuse(gidIndex != null && (gidIndex < 0 || gidIndex > 64), "Gid index should be between 0 and 64");
         refuse(qpTimeout < 0 || qpTimeout > 31, "-u/--qp-timeout must be 0..31");
         refuseSeconds("--handshake_timeout", handshakeTimeout, null);
-        refuseSeconds("--connect_timeout", connectTimeout, null);
+        if (connectTimeout != null) {
+            refuseSeconds("--connect_timeout", connectTimeout, null);
+        }
         refuseSeconds("--completion_timeout", completionTimeout, null);
         refuseSeconds("--run_timeout", runTimeout, "no limit");
 
         // run length: iterations, duration, or forever
         refuse(duration != null && duration < 1, "Duration period must be positive");
-        refuse(duration != null && iters != null, "-D/--duration and -n/--iters exclude each other: run for a time or a count");
+        // what C ignores is ignored here too, the parsed options kept as given
+        Integer itersGiven = iters;
+        String sizeGiven = all ? null : sizeText;
+        if (duration != null && iters != null) {
+            notes.add("note: -D/--duration runs for a time: -n/--iters " + iters + " is ignored, as C does");
+            itersGiven = null;
+        }
         refuse(all && duration != null, "Duration mode currently doesn't support running on all sizes.");
-        refuse(all && sizeText != null, "-a/--all runs every size from 2 to 2^23: it excludes -s/--size");
+        if (all && sizeText != null) {
+            notes.add("note: -a/--all runs every size from 2 to 2^23: -s/--size " + sizeText + " is ignored, as C does");
+        }
         refuse(events && duration != null, "Duration mode doesn't work with events.");
         if (runInfinitely) {
             refuse(!bw, "run_infinitely exists only in BW tests for now.");
             refuse(events, "run_infinitely does not support events feature yet.");
             refuse(bidirectional && verb == Verb.SEND, "run_infinitely mode is not supported in SEND Bidirectional BW test");
             refuse(all, "run_infinitely does not run all sizes");
-            refuse(iters != null, "run_infinitely excludes -n/--iters");
+            if (itersGiven != null) {
+                notes.add("note: --run_infinitely runs until killed: -n/--iters " + iters + " is ignored, as C does");
+                itersGiven = null;
+            }
         }
         durationSec = duration != null ? duration : runInfinitely ? 5 : 0;
         marginSec = margin != null ? margin : durationSec / 4;
@@ -298,12 +353,12 @@ final class PerftestCommand implements Callable<Integer> {
             marginSec = 0;
         }
         int defaultIters = verb == Verb.WRITE && bw ? 5000 : 1000;
-        itersResolved = iters != null ? iters : defaultIters;
+        itersResolved = itersGiven != null ? itersGiven : defaultIters;
         refuse(itersResolved < 5 || itersResolved > 100_000_000, "Iteration num must be 5..100000000");
 
         // sizes
         int defaultSize = verb == Verb.ATOMIC ? 8 : bw ? 65536 : 2;
-        size = sizeText != null ? parseSize(sizeText) : defaultSize;
+        size = sizeGiven != null ? parseSize(sizeGiven) : defaultSize;
         refuse(size < 1 || size > MAX_SIZE, "Size of message must be 1.." + MAX_SIZE);
         refuse(verb == Verb.ATOMIC && (size != 8 || all), "Message size cannot be changed for Atomic tests");
         if (all) {
@@ -385,7 +440,8 @@ final class PerftestCommand implements Callable<Integer> {
         }
         refuse(plotCompare != null && plot == null, "--plot-compare needs --plot <file.png>");
         cReference = plotCompare != null ? CReference.read(plotCompare, bw) : null;
-        refuse(minBw != null && !bw, "--min-bw is for BW tests");
+        refuse(minBw != null && !bw, "-w/--limit_bw is for BW tests");
+        refuse(minMsgRate != null && !bw, "-y/--limit_msgrate is for BW tests");
         refuse(maxLatP99 != null && bw, "--max-lat-p99 is for latency tests");
         refuse(maxLatP99 != null && duration(), "--max-lat-p99 needs iterations (duration mode reports no percentiles)");
         refuse(hdrLog != null && bw, "--hdr_log is for latency tests");
@@ -433,7 +489,11 @@ final class PerftestCommand implements Callable<Integer> {
         return (long) (handshakeTimeout * 1000);
     }
 
+    /** The client's bound to reach the server (default 60 s); the server's to be reached (default 0: no limit, as C). */
     long connectMs() {
+        if (connectTimeout == null) {
+            return isServer() ? 0 : 60_000;
+        }
         return (long) (connectTimeout * 1000);
     }
 

@@ -51,7 +51,7 @@ final class Report {
         if (c.postList > 1) {
             p(" Post List       : %d\n", c.postList);
         }
-        if (c.verb == Verb.SEND && (c.isServer() || c.bidirectional || c.kind == Kind.LAT)) {
+        if (c.verb == Verb.SEND && (c.isServer() || c.bidirectional)) { // as C: not on a send_lat client
             p(" RX depth        : %d\n", c.rx);
         }
         if (c.kind == Kind.BW) {
@@ -165,12 +165,28 @@ final class Report {
         out.flush();
     }
 
-    /** jverbs' addition under the C table: HdrHistogram percentiles of the same gaps, in usec. */
-    void hdr(Histogram h) {
-        p(" HdrHistogram[usec]: p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  p99.99 %.2f  max %.2f  (%d samples)\n",
+    /**
+     * jverbs' addition after the C table: HdrHistogram percentiles of one size's gaps, in usec, over
+     * the same samples as the row (without the slowest {@link LatStats#TAIL} in iteration mode).
+     *
+     * @param size      the message size of the row
+     * @param h         the histogram
+     * @param tailLeftOut whether the row's tail was left out (iteration mode)
+     * @return the line, printed after the table so that the table stays C's
+     */
+    static String hdr(long size, Histogram h, boolean tailLeftOut) {
+        return String.format(Locale.ROOT, " HdrHistogram[usec]: p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  p99.99 %.2f"
+                        + "  max %.2f  (%d samples of %d B%s)",
                 h.getValueAtPercentile(50) / 1e3, h.getValueAtPercentile(90) / 1e3, h.getValueAtPercentile(99) / 1e3,
                 h.getValueAtPercentile(99.9) / 1e3, h.getValueAtPercentile(99.99) / 1e3, h.getMaxValue() / 1e3,
-                h.getTotalCount());
+                h.getTotalCount(), size, tailLeftOut ? ", the " + LatStats.TAIL + " slowest left out as in the row" : "");
+    }
+
+    /** Prints lines as they are. */
+    void lines(java.util.List<String> lines) {
+        for (String l : lines) {
+            out.println(l);
+        }
         out.flush();
     }
 

@@ -21,7 +21,8 @@ import java.lang.management.ManagementFactory;
  */
 final class Run {
     /**
-     * The comparison harness's probe around each measured loop ({@link Compare}): called with
+     * The comparison harness's probe around each measured loop (compare-perftest's harness, in
+     * the test sources): called with
      * true just before a loop starts and false just after it ends, on the measuring thread, outside
      * the clock and the allocation count. Null (the default) outside the harness.
      */
@@ -40,6 +41,7 @@ final class Run {
     private long allocated = -1;
     private Warmup.Outcome warmup;
     private String thresholdMiss;
+    private CounterWatch counters;
 
     Run(PerftestCommand c) {
         this.c = c;
@@ -48,22 +50,32 @@ final class Run {
 
     int execute() {
         s = new Session(c);
-        CounterWatch counters = null;
         try {
-            // before the peer is contacted: a C peer waits without limit, a Java one within its timeouts
-            warmup = c.noWarmup ? null : Warmup.run(c, s);
             if (c.isServer()) {
+                // listen at once and warm up while waiting for the client (C listens within a second)
+                Warmup.Background background = c.noWarmup ? null : new Warmup.Background();
+                Runnable listening = background == null ? () -> { } : () -> background.start(c, s);
                 report.waiting();
-                oob = c.rdmaCm ? CmOob.serve(s, c.tcpPort, c.connectMs(), c.handshakeMs(), () -> { })
-                               : TcpOob.serve(c.tcpPort, c.connectMs(), c.handshakeMs(), () -> { });
+                try {
+                    oob = c.rdmaCm ? CmOob.serve(s, c.tcpPort, c.connectMs(), c.handshakeMs(), listening)
+                                   : TcpOob.serve(c.tcpPort, c.connectMs(), c.handshakeMs(), listening);
+                } finally {
+                    if (background != null) {
+                        // the warm-up uses the session: it must have ended before the session is used or closed
+                        warmup = background.finish(oob != null ? warmupGraceMs(c) : 0);
+                    }
+                }
             } else {
+                // before the server is contacted: it waits for its client without limit
+                warmup = c.noWarmup ? null : Warmup.run(c, s);
                 oob = c.rdmaCm ? CmOob.connect(s, c.host, c.tcpPort, c.connectMs(), c.handshakeMs())
                                : TcpOob.connect(c.host, c.tcpPort, c.connectMs(), c.handshakeMs());
             }
             try {
-                // The counters' window opens here, with the peer connected: each side warms up before it
-                // contacts the other, so both warm-ups are over and their loopback traffic (tens of
-                // thousands of packets, on a port both sides share on one node) stays out of the deltas.
+                // The counters' window opens here, with the peer connected: a client warms up before it
+                // contacts the server, and a server's warm-up has just been stopped, so both warm-ups are
+                // over and their loopback traffic (tens of thousands of packets, on a port both sides
+                // share on one node) stays out of the deltas.
                 counters = CounterWatch.start(s.context.name(), c.ibPort);
                 preamble();
                 s.allocate(cycle);
@@ -109,6 +121,15 @@ final class Run {
         return 0;
     }
 
+    /**
+     * How long a server's warm-up may go on once its client has connected: a quarter of the
+     * handshake timeout (1 s by default), so a Java client, which waits that timeout for the
+     * server's first reply, is answered well within it (a C client waits without limit).
+     */
+    static long warmupGraceMs(PerftestCommand c) {
+        return Math.min(1000, c.handshakeMs() / 4);
+    }
+
     private void preamble() {
         oob.exchangeVersion();
         int page = 4096;
@@ -150,6 +171,22 @@ final class Run {
         QpRecord r = oob.exchangeRecord(s.mine[0], what, waitMs);
         if (!accepted) {
             acceptOnce(new QpRecord[] {r});
+        }
+    }
+
+    /**
+     * A passive server's wait for its client's end of run: up to {@code --run_timeout}, and, where
+     * the port's counters can be read (TCP handshake), no longer than {@code --completion_timeout}
+     * after the last move of any counter of this side's port: a client that stopped mid-run ends
+     * the server within that bound (10 s by default), not 600 s.
+     */
+    private void awaitClientsEndOfRun() {
+        java.util.function.LongSupplier activity = counters != null && !c.rdmaCm ? counters.activity() : null;
+        oob.watch(activity, Math.max(1, c.completionNs() / 1_000_000));
+        try {
+            sync("the client's end of run", c.runMs());
+        } finally {
+            oob.watch(null, 0);
         }
     }
 
@@ -402,7 +439,7 @@ final class Run {
         if (!send && !c.bidirectional) {
             if (c.isServer()) {
                 // The client runs meanwhile: this wait lasts as long as its run.
-                sync("the client's end of run", c.runMs());
+                awaitClientsEndOfRun();
                 BwLoop.BwResult theirs = exchangeReport(new BwLoop.BwResult(0, 0, 0, 0, 0));
                 report.bwRow(theirs);
                 outputs.bw(theirs);
@@ -422,8 +459,13 @@ final class Run {
         if (c.minBw != null && last != null) {
             double avgMb = c.reportGbits ? last.avg() * 125_000_000.0 / (1 << 20) : last.avg();
             if (avgMb < c.minBw) {
-                thresholdMiss = String.format(java.util.Locale.ROOT, "bandwidth %.2f MB/sec is below --min-bw %.2f", avgMb, c.minBw);
+                thresholdMiss = String.format(java.util.Locale.ROOT, "bandwidth %.2f MB/sec is below -w/--limit_bw %.2f", avgMb,
+                        c.minBw);
             }
+        }
+        if (c.minMsgRate != null && last != null && last.msgRate() < c.minMsgRate) {
+            thresholdMiss = String.format(java.util.Locale.ROOT, "message rate %.6f Mpps is below -y/--limit_msgrate %.6f",
+                    last.msgRate(), c.minMsgRate);
         }
     }
 
@@ -524,13 +566,15 @@ final class Run {
         }
         if (passiveServer) {
             // The client reads from (or runs atomics on) this side's memory meanwhile.
-            sync("the client's end of run", c.runMs());
+            awaitClientsEndOfRun();
             oob.finish(true);
             return;
         }
         report.latHead();
         Histogram last = null;
         LatStats lastStats = null;
+        java.util.List<String> hdrLines = new java.util.ArrayList<>();
+        java.util.Map<Long, Histogram> curves = new java.util.LinkedHashMap<>();
         long startMs = System.currentTimeMillis();
         for (int size : c.sizes) {
             settleJit(send);
@@ -558,10 +602,14 @@ final class Run {
                 report.latRow(lastStats);
                 outputs.lat(lastStats, h);
             }
-            report.hdr(h);
+            hdrLines.add(Report.hdr(size, h, !c.duration()));
+            if (c.plot != null) {
+                curves.put((long) size, h);
+            }
             last = h;
         }
         report.line();
+        report.lines(hdrLines); // after the table, which stays as C prints it
         if (c.verb == Verb.WRITE) {
             oob.finish(false); // write_lat ends without a closing exchange
         } else {
@@ -572,8 +620,8 @@ final class Run {
             Outputs.hdrLog(c.hdrLog, last, startMs);
         }
         if (c.plot != null && last != null) {
-            Outputs.plotLatency(c.plot, c.name() + " " + c.sizes[c.sizes.length - 1] + " B, jverbs "
-                    + (c.isServer() ? "server" : "client"), last, c.cReference);
+            Outputs.plotLatency(c.plot, c.name() + (c.sizes.length > 1 ? " -a" : " " + c.sizes[0] + " B") + ", jverbs "
+                    + (c.isServer() ? "server" : "client"), curves, c.cReference);
         }
         if (c.maxLatP99 != null && lastStats != null && lastStats.p99() > c.maxLatP99) {
             thresholdMiss = String.format(java.util.Locale.ROOT, "99%% latency %.2f usec is above --max-lat-p99 %.2f",

@@ -89,9 +89,14 @@ final class Session implements AutoCloseable {
             }
             Context.DeviceAttributes attributes = context.deviceAttributes();
             inline = c.defaultInline(attributes.vendorId());
+            if (c.spec != null && c.inlineNote(attributes.vendorId())) {
+                c.out().println(Report.LINE); // as C: a dashed line on stdout, the note on stderr
+                c.out().flush();
+                c.err().println("Device not recognized to implement inline feature. Disabling it");
+                c.err().flush();
+            }
             int deviceRdAtom = attributes.maxQpRdAtomic();
-            outReads = c.verb == Verb.READ || c.verb == Verb.ATOMIC
-                    ? Math.max(1, Math.min(255, c.outs != null ? Math.min(c.outs, deviceRdAtom) : deviceRdAtom)) : 1;
+            outReads = c.verb == Verb.READ || c.verb == Verb.ATOMIC ? outstandingReads(c, deviceRdAtom) : 1;
             pd = context.allocateProtectionDomain();
             cq = completionQueue(c.qps, true);
             if (c.ud()) {
@@ -434,4 +439,25 @@ final class Session implements AutoCloseable {
         }
         cq.close();
     }
+
+    /**
+     * The outstanding reads/atomics, as C's {@code ctx_set_out_reads}: {@code -o} above the device's
+     * {@code max_qp_rd_atom} is lowered to it with C's note on stderr; absent, 0 or less is that max.
+     */
+    static int outstandingReads(PerftestCommand c, int deviceRdAtom) {
+        int max = Math.max(1, Math.min(255, deviceRdAtom));
+        if (c.outs == null || c.outs <= 0) {
+            return max;
+        }
+        if (c.outs > max) {
+            if (c.spec != null) {
+                c.err().println(" Number of outstanding reads is above max = " + max);
+                c.err().println(" Changing to that max value");
+                c.err().flush();
+            }
+            return max;
+        }
+        return c.outs;
+    }
+
 }

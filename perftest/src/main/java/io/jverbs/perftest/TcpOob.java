@@ -18,6 +18,8 @@ import java.util.Arrays;
  * was awaited, never a hang.
  */
 final class TcpOob extends Oob {
+    /** How often a watched wait ({@link Oob#watch}) looks at the port's activity. */
+    private static final long WATCH_SLICE_MS = 250;
     private final Socket socket;
     private final InputStream in;
     private final OutputStream out;
@@ -116,16 +118,40 @@ final class TcpOob extends Oob {
      * @throws PerftestException on timeout (with the count received), end of stream or an error
      */
     void readFully(byte[] b, String what, long waitMs) {
-        long deadline = waitMs <= 0 ? Long.MAX_VALUE : System.nanoTime() + waitMs * 1_000_000;
+        long start = waitStartNs();
+        long deadline = waitMs <= 0 ? Long.MAX_VALUE : start + waitMs * 1_000_000;
         int got = 0;
+        java.util.function.LongSupplier watched = activity;
+        long lastActivity = watched != null ? watched.getAsLong() : 0;
+        long movedAt = System.nanoTime();
         try {
             while (got < b.length) {
                 long left = deadline == Long.MAX_VALUE ? 0 : (deadline - System.nanoTime()) / 1_000_000;
                 if (deadline != Long.MAX_VALUE && left <= 0) {
                     throw new SocketTimeoutException();
                 }
+                if (watched != null) {
+                    left = left == 0 ? WATCH_SLICE_MS : Math.min(left, WATCH_SLICE_MS);
+                }
                 socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
-                int n = in.read(b, got, b.length - got);
+                int n;
+                try {
+                    n = in.read(b, got, b.length - got);
+                } catch (SocketTimeoutException slice) {
+                    if (watched == null || System.nanoTime() >= deadline) {
+                        throw slice;
+                    }
+                    long now = watched.getAsLong();
+                    if (now != lastActivity || now == Long.MIN_VALUE) {
+                        lastActivity = now;
+                        movedAt = System.nanoTime();
+                    } else if (System.nanoTime() - movedAt >= stallMs * 1_000_000) {
+                        throw new PerftestException("nothing moved on this side's port for " + seconds(stallMs)
+                                + " and the peer " + peer + " sent nothing while this side waited for " + what
+                                + ": the peer stopped mid-run (--completion_timeout)");
+                    }
+                    continue;
+                }
                 if (n < 0) {
                     throw new EOFException();
                 }

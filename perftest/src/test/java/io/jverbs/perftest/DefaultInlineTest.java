@@ -39,6 +39,19 @@ class DefaultInlineTest {
     void anExplicitInlineSizeWins() {
         assertEquals(16, parsed(Verb.WRITE, Kind.LAT, "-d", "mlx5_0", "-I", "16").defaultInline(PerftestCommand.MELLANOX_VENDOR_ID));
         assertEquals(0, parsed(Verb.WRITE, Kind.LAT, "-d", "mlx5_0", "-I", "0").defaultInline(PerftestCommand.MELLANOX_VENDOR_ID));
-        assertEquals(64, parsed(Verb.WRITE, Kind.LAT, "-d", "rxe0", "-I", "64").defaultInline(RXE));
+        assertEquals(0, parsed(Verb.WRITE, Kind.LAT, "-d", "rxe0", "-I", "64").defaultInline(RXE),
+                "C disables inline on a device it does not recognise, -I included");
+        assertEquals(64, parsed(Verb.WRITE, Kind.BW, "-d", "bnxt_re0", "-I", "64").defaultInline(0x14e4));
+    }
+
+    /** C's note on a device it does not recognise, when the inline size was set: by -I, or by read and atomics. */
+    @Test
+    void csNoteWhereCPrintsIt() {
+        assertEquals(true, parsed(Verb.WRITE, Kind.LAT, "-d", "rxe0", "-I", "64").inlineNote(RXE));
+        assertEquals(true, parsed(Verb.READ, Kind.BW, "-d", "rxe0").inlineNote(RXE));
+        assertEquals(true, parsed(Verb.ATOMIC, Kind.LAT, "-d", "rxe0").inlineNote(RXE));
+        assertEquals(false, parsed(Verb.WRITE, Kind.LAT, "-d", "rxe0").inlineNote(RXE));
+        assertEquals(false, parsed(Verb.SEND, Kind.BW, "-d", "rxe0").inlineNote(RXE));
+        assertEquals(false, parsed(Verb.READ, Kind.BW, "-d", "mlx5_0").inlineNote(PerftestCommand.MELLANOX_VENDOR_ID));
     }
 }

@@ -66,4 +66,34 @@ class TimeoutOptionsTest {
         assertEquals(1, c.handshakeMs(), "1 ms stays 1 ms");
         assertEquals(0, c.runMs(), "--run_timeout 0: no limit");
     }
+
+    /** C's server waits for its client without limit; its client gives up after 60 s; the option bounds either. */
+    @org.junit.jupiter.api.Test
+    void theServerWaitsForItsClientWithoutLimitByDefault() {
+        PerftestCommand server = new PerftestCommand(Verb.WRITE, Kind.BW);
+        new CommandLine(server).parseArgs();
+        server.check();
+        assertEquals(0, server.connectMs(), "0: no limit");
+        PerftestCommand client = new PerftestCommand(Verb.WRITE, Kind.BW);
+        new CommandLine(client).parseArgs("192.0.2.1");
+        client.check();
+        assertEquals(60_000, client.connectMs());
+        PerftestCommand bounded = new PerftestCommand(Verb.WRITE, Kind.BW);
+        new CommandLine(bounded).parseArgs("--connect_timeout", "2.5");
+        bounded.check();
+        assertEquals(2_500, bounded.connectMs());
+    }
+
+    /** A server's warm-up may go on after its client connected for a quarter of the handshake timeout, at most 1 s. */
+    @org.junit.jupiter.api.Test
+    void theServersWarmupGraceIsWithinTheClientsFirstWait() {
+        PerftestCommand c = new PerftestCommand(Verb.WRITE, Kind.LAT);
+        new CommandLine(c).parseArgs();
+        c.check();
+        assertEquals(1_000, Run.warmupGraceMs(c));
+        new CommandLine(c).parseArgs("--handshake_timeout", "0.4");
+        c.check();
+        assertEquals(100, Run.warmupGraceMs(c));
+    }
+
 }

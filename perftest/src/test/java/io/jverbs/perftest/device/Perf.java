@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
@@ -33,6 +34,11 @@ final class Perf {
     }
 
     static Result run(String... args) {
+        if (!Arrays.asList(args).contains("--connect_timeout")) {
+            // a server waits for its client without limit by default, as C's: a test whose client
+            // never came must not leave it listening (and holding the device) after the test
+            args = concat(Arrays.asList(args), "--connect_timeout", "60");
+        }
         StringWriter out = new StringWriter();
         StringWriter err = new StringWriter();
         CommandLine cl = Main.commandLine();

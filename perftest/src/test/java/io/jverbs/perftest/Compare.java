@@ -28,13 +28,14 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Not a user command: the harness behind {@code scripts/compare-perftest}. In one JVM it runs,
+ * Not a user command: the harness behind {@code scripts/bench/compare-perftest}. In one JVM it runs,
  * the C perftest (server and client as child processes) and jverbs-perftest (server and client as
  * two threads of this JVM, which saves the JVM starts) with the same flags, back to back,
  * alternating which goes first; round by round, every case once a round, so each case's runs
  * spread over the whole boot. It writes the medians side by side as a table and as JSON.
  *
- * <p>{@code java -cp jverbs-perftest.jar io.jverbs.perftest.Compare --dev rxe0 --gid 1 --ip 10.0.2.15
+ * <p>It lives in perftest's test sources, out of the user's jar: {@code java -cp
+ * perftest/target/jverbs-perftest.jar:perftest/target/test-classes io.jverbs.perftest.Compare --dev rxe0 --gid 1 --ip 10.0.2.15
  * --json out.json --work DIR write_bw:64:1000:3 write_lat:2:200:5 ...} (case = test:size:iters:runs;
  * {@code --pin} binds servers to CPU 1 and clients to CPU 0). {@code Compare --table FILE...} prints the
  * table of a JSON it wrote again, or of several boots' JSONs with their runs pooled case by case
@@ -370,7 +371,7 @@ public final class Compare {
                 continue;
             }
             Path png = Path.of(base + (bw ? "-bw.png" : "-lat.png"));
-            Outputs.plotComparison(png, bw ? "BW average, median of the runs (higher is better)"
+            plotComparison(png, bw ? "BW average, median of the runs (higher is better)"
                             : "t_typical, median of the runs (lower is better)", bw ? "MB/sec" : "usec", names,
                     values.stream().mapToDouble(v -> v[0]).toArray(), values.stream().mapToDouble(v -> v[1]).toArray());
             System.out.println("plot: " + png);
@@ -387,8 +388,10 @@ public final class Compare {
         o.put("ratio", mc > 0 ? round(mj / mc) : null);
         double paired = pairedRatio(cRun, jRun, f);
         o.put("paired_ratio", Double.isNaN(paired) ? null : round(paired));
-        double[] ci = ratioInterval(c.stream().mapToDouble(f).toArray(), j.stream().mapToDouble(f).toArray());
+        double[] cValues = c.stream().mapToDouble(f).toArray();
+        double[] ci = ratioInterval(cValues, j.stream().mapToDouble(f).toArray());
         o.put("ratio_ci95", ci == null ? null : new double[] {round(ci[0]), round(ci[1])});
+        judge(o, name, mc > 0 ? mj / mc : Double.NaN, ci, cValues);
         o.put("c_runs", c.stream().mapToDouble(f).map(Compare::round).toArray());
         o.put("java_runs", j.stream().mapToDouble(f).map(Compare::round).toArray());
         row.put(name, o);
@@ -436,6 +439,67 @@ public final class Compare {
         double[] kept = Arrays.copyOf(ratios, n);
         Arrays.sort(kept);
         return new double[] {kept[(int) Math.floor(0.025 * (n - 1))], kept[(int) Math.ceil(0.975 * (n - 1))]};
+    }
+
+    /**
+     * The noise of the same boot: a 95 % interval of C/C, the ratio of the medians of two
+     * independent bootstrap resamples of C's own runs ({@link #ratioInterval} of C against itself).
+     * A Java/C ratio whose interval overlaps it cannot be told from a second C run.
+     *
+     * @param c C's values, one per run
+     * @return {lower, upper}, or null when C has fewer than two runs
+     */
+    static double[] noiseInterval(double[] c) {
+        return ratioInterval(c, c);
+    }
+
+    /** The verdicts of {@link #verdict}. */
+    enum Verdict {
+        /** The ratio's interval overlaps C's own noise. */
+        INDISTINGUISHABLE,
+        /** Java measured slower than C beyond C's noise. */
+        SLOWER,
+        /** Java measured faster than C beyond C's noise. */
+        FASTER;
+
+        String word() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+    }
+
+    /**
+     * Judges a Java/C ratio against the noise of the same boot: indistinguishable when its 95 %
+     * interval overlaps the C/C interval, else slower or faster, by the direction that is better
+     * for the metric.
+     *
+     * @param ci             the ratio's 95 % interval
+     * @param noise          C against C ({@link #noiseInterval})
+     * @param higherIsBetter true for bandwidth and message rate, false for latency
+     * @return the verdict, or null when an interval is missing
+     */
+    static Verdict verdict(double[] ci, double[] noise, boolean higherIsBetter) {
+        if (ci == null || noise == null) {
+            return null;
+        }
+        if (ci[0] <= noise[1] && ci[1] >= noise[0]) {
+            return Verdict.INDISTINGUISHABLE;
+        }
+        boolean higher = ci[0] > noise[1];
+        return higher == higherIsBetter ? Verdict.FASTER : Verdict.SLOWER;
+    }
+
+    /** Whether a metric of the JSON is better higher (bandwidth, message rate) rather than lower (latency). */
+    static boolean higherIsBetter(String metric) {
+        return metric.startsWith("bw") || metric.startsWith("msg_rate");
+    }
+
+    /** Adds {@code noise_ci95} and {@code verdict} ("slower: Java/C 0.82 [0.78,0.86], C/C [0.95,1.05]") to a metric. */
+    private static void judge(Map<String, Object> metric, String name, double ratio, double[] ci, double[] c) {
+        double[] noise = noiseInterval(c);
+        metric.put("noise_ci95", noise == null ? null : new double[] {round(noise[0]), round(noise[1])});
+        Verdict v = verdict(ci, noise, higherIsBetter(name));
+        metric.put("verdict", v == null ? null : String.format(Locale.ROOT, "%s: Java/C %.2f [%.2f,%.2f], C/C [%.2f,%.2f]",
+                v.word(), ratio, ci[0], ci[1], noise[0], noise[1]));
     }
 
     /**
@@ -555,6 +619,7 @@ public final class Compare {
                     metric.put("paired_ratio", Double.isNaN(paired) ? null : round(paired));
                     double[] ci = ratioInterval(c, j);
                     metric.put("ratio_ci95", ci == null ? null : new double[] {round(ci[0]), round(ci[1])});
+                    judge(metric, e.getKey(), mc > 0 ? mj / mc : Double.NaN, ci, c);
                 }
             }
             List<Long> bytes = (List<Long>) row.get("java_allocated_bytes");
@@ -606,6 +671,16 @@ public final class Compare {
                     label(r), r.get("size"), r.get("iters"), r.get("runs"), t.get("c"), t.get("java"), t.get("ratio"),
                     t.get("paired_ratio"), interval(t), p.get("c"), p.get("java"), p.get("ratio"), p.get("paired_ratio"),
                     m.get("c"), m.get("java"), m.get("ratio"), r.get("java_allocated_bytes_median"));
+        }
+        System.out.println("against the noise of the same boot (the ratio's 95% interval against C/C's, C's runs against"
+                + " themselves):");
+        for (Map<String, Object> r : rows) {
+            boolean bw = ((String) r.get("test")).endsWith("_bw");
+            for (String metric : bw ? List.of("bw_avg_MBps", "msg_rate_Mpps") : List.of("t_typical_usec", "p99_usec")) {
+                if (r.get(metric) instanceof Map<?, ?> m && m.get("verdict") != null) {
+                    System.out.printf(Locale.ROOT, "  %-12s %6d %-15s %s%n", label(r), r.get("size"), metric, m.get("verdict"));
+                }
+            }
         }
         List<String> verdicts = verdicts(rows);
         if (!verdicts.isEmpty()) {
@@ -943,4 +1018,22 @@ public final class Compare {
         }
         throw new IllegalStateException("nothing listens on port " + port + " after " + timeoutMs + " ms");
     }
+
+    /**
+     * compare-perftest's picture: per case, C's and jverbs' medians side by side (bars), one
+     * chart for bandwidth (MB/s) and one for latency (t_typical, µs).
+     */
+    static void plotComparison(Path file, String title, String valueAxis, List<String> cases, double[] c, double[] java) {
+        org.jfree.data.category.DefaultCategoryDataset d = new org.jfree.data.category.DefaultCategoryDataset();
+        for (int i = 0; i < cases.size(); i++) {
+            d.addValue(c[i], "C perftest", cases.get(i));
+            d.addValue(java[i], "jverbs-perftest", cases.get(i));
+        }
+        org.jfree.chart.JFreeChart chart = org.jfree.chart.ChartFactory.createBarChart(title, "case", valueAxis, d, org.jfree.chart.plot.PlotOrientation.VERTICAL, true, false, false);
+        org.jfree.chart.axis.CategoryAxis axis = chart.getCategoryPlot().getDomainAxis();
+        axis.setCategoryLabelPositions(org.jfree.chart.axis.CategoryLabelPositions.UP_45);
+        axis.setMaximumCategoryLabelWidthRatio(2.0f);
+        Outputs.save(file, chart, Math.max(900, 110 * cases.size()), 560);
+    }
+
 }

@@ -1,0 +1,255 @@
+package io.jverbs.perftest;
+
+import org.junit.jupiter.api.DynamicTest;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import picocli.CommandLine;
+import picocli.CommandLine.ParseResult;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * C perftest's command lines, as its usage() lists them per tool, go through the Java parser and
+ * checks without a refusal; the options jverbs does not act on say so in one note each; C's
+ * precedence rules and range refusals hold.
+ */
+class CCommandLinesTest {
+    /** One line of the option list: the tools usage() prints it for, and the arguments. */
+    record COption(String verbs, String kinds, List<String> args) {
+        boolean listedFor(Verb verb, Kind kind) {
+            String v = verb.name().toLowerCase(Locale.ROOT);
+            boolean verbOk = verbs.equals("*") || (verbs.startsWith("!")
+                    ? !Arrays.asList(verbs.substring(1).split(",")).contains(v)
+                    : Arrays.asList(verbs.split(",")).contains(v));
+            return verbOk && (kinds.equals("*") || kinds.equals(kind.name().toLowerCase(Locale.ROOT)));
+        }
+    }
+
+    static List<COption> options() throws IOException {
+        List<COption> list = new ArrayList<>();
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(
+                CCommandLinesTest.class.getResourceAsStream("/c-perftest-4.5-options.txt"), StandardCharsets.UTF_8))) {
+            for (String line = r.readLine(); line != null; line = r.readLine()) {
+                if (line.isBlank() || line.startsWith("#")) {
+                    continue;
+                }
+                String[] f = line.trim().split("\\s+");
+                list.add(new COption(f[0], f[1], List.of(f).subList(2, f.length)));
+            }
+        }
+        return list;
+    }
+
+    private static CommandLine commandLine(PerftestCommand c) {
+        CommandLine cl = CompatOptions.commandLine(c);
+        cl.setOut(new PrintWriter(new StringWriter()));
+        cl.setErr(new PrintWriter(new StringWriter()));
+        return cl;
+    }
+
+    private static PerftestCommand checked(Verb verb, Kind kind, String... args) {
+        PerftestCommand c = new PerftestCommand(verb, kind);
+        commandLine(c).parseArgs(args);
+        c.check();
+        return c;
+    }
+
+    @TestFactory
+    Stream<DynamicTest> everyListedOptionOfEveryToolIsAccepted() throws IOException {
+        List<COption> options = options();
+        assertTrue(options.size() > 100, "the list was read: " + options.size());
+        List<DynamicTest> tests = new ArrayList<>();
+        for (Verb verb : Verb.values()) {
+            for (Kind kind : Kind.values()) {
+                String tool = "ib_" + verb.name().toLowerCase(Locale.ROOT) + "_" + kind.name().toLowerCase(Locale.ROOT);
+                for (COption o : options) {
+                    if (!o.listedFor(verb, kind)) {
+                        continue;
+                    }
+                    tests.add(DynamicTest.dynamicTest(tool + " " + String.join(" ", o.args()), () -> {
+                        PerftestCommand c = new PerftestCommand(verb, kind);
+                        CommandLine cl = commandLine(c);
+                        ParseResult parsed = cl.parseArgs(o.args().toArray(String[]::new));
+                        c.check();
+                        String name = o.args().getFirst();
+                        boolean implemented = parsed.hasMatchedOption(name)
+                                && CompatOptions.ALL.stream().noneMatch(a -> a.names().contains(name));
+                        List<String> notes = CompatOptions.notes(parsed);
+                        assertEquals(implemented ? 0 : 1, notes.size(), "one note for an option jverbs does not act on: " + notes);
+                        notes.forEach(n -> assertTrue(n.startsWith("note: ") && n.contains(name) && !n.contains("\n"), n));
+                    }));
+                }
+            }
+        }
+        return tests.stream();
+    }
+
+    @Test
+    void everyOptionOfTheListIsEitherImplementedOrAcceptedNotBoth() throws IOException {
+        Set<String> accepted = new HashSet<>();
+        CompatOptions.ALL.forEach(a -> accepted.addAll(a.names()));
+        CommandLine cl = commandLine(new PerftestCommand(Verb.WRITE, Kind.BW));
+        Set<String> all = new HashSet<>();
+        for (COption o : options()) {
+            String name = o.args().getFirst();
+            all.add(name);
+            assertTrue(cl.getCommandSpec().findOption(name) != null, name + " is known to the parser");
+        }
+        // the annotated options of the test must not repeat an accepted one (picocli would refuse the duplicate)
+        for (CommandLine.Model.OptionSpec o : new CommandLine(new PerftestCommand(Verb.WRITE, Kind.BW)).getCommandSpec().options()) {
+            for (String n : o.names()) {
+                assertFalse(accepted.contains(n), n + " is both implemented and accepted-with-note");
+            }
+        }
+        assertTrue(all.size() > 100, "names: " + all.size());
+    }
+
+    @Test
+    void allOverridesSizeWithANote() {
+        PerftestCommand c = checked(Verb.WRITE, Kind.LAT, "-a", "-s", "64");
+        assertEquals(23, c.sizes.length);
+        assertEquals(2, c.sizes[0]);
+        assertEquals(1, c.notes.size(), c.notes.toString());
+        assertTrue(c.notes.getFirst().contains("-s/--size 64 is ignored"), c.notes.toString());
+    }
+
+    @Test
+    void durationOverridesIterationsWithANote() {
+        PerftestCommand c = checked(Verb.WRITE, Kind.BW, "-D", "3", "-n", "100");
+        assertEquals(3, c.durationSec);
+        assertTrue(c.duration());
+        assertTrue(c.notes.getFirst().contains("-n/--iters 100 is ignored"), c.notes.toString());
+        PerftestCommand plain = checked(Verb.WRITE, Kind.BW, "-n", "100");
+        assertFalse(plain.duration());
+        assertEquals(100, plain.itersResolved);
+        assertTrue(plain.notes.isEmpty());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"0", "1025", "5000"})
+    void cqModerationOutsideCsRangeIsRefused(String value) {
+        PerftestException e = assertThrows(PerftestException.class, () -> checked(Verb.WRITE, Kind.BW, "-Q", value));
+        assertEquals("CQ moderation should be between 1 and 1024", e.getMessage());
+    }
+
+    @Test
+    void cqModerationAtCsBoundsIsAccepted() {
+        assertEquals(1, checked(Verb.WRITE, Kind.BW, "-Q", "1").cqModResolved);
+        assertEquals(128, checked(Verb.WRITE, Kind.BW, "-Q", "1024").cqModResolved, "at most the tx depth, as C");
+    }
+
+    @Test
+    void refusalsCMakes() {
+        assertEquals("Inline feature not available on READ/Atomic verbs",
+                assertThrows(PerftestException.class, () -> checked(Verb.READ, Kind.BW, "-I", "64")).getMessage());
+        assertEquals("On RDMA verbs rx depth can be only 1",
+                assertThrows(PerftestException.class, () -> checked(Verb.WRITE, Kind.BW, "-r", "64")).getMessage());
+        assertEquals("Setting Outstanding reads only available on READ verb",
+                assertThrows(PerftestException.class, () -> checked(Verb.WRITE, Kind.BW, "-o", "4")).getMessage());
+        assertEquals("Gid index should be between 0 and 64",
+                assertThrows(PerftestException.class, () -> checked(Verb.WRITE, Kind.BW, "-x", "65")).getMessage());
+    }
+
+    @Test
+    void outstandingReadsAreClampedToTheDeviceMaxAsC() {
+        assertEquals(128, Session.outstandingReads(checked(Verb.READ, Kind.BW, "-o", "300"), 128));
+        assertEquals(16, Session.outstandingReads(checked(Verb.READ, Kind.BW, "-o", "16"), 128));
+        assertEquals(128, Session.outstandingReads(checked(Verb.READ, Kind.BW, "-o", "0"), 128), "0: the device max");
+        assertEquals(128, Session.outstandingReads(checked(Verb.READ, Kind.BW), 128), "absent: the device max");
+    }
+
+    @Test
+    void outstandingReadsAboveTheMaxPrintCsNote() {
+        PerftestCommand c = new PerftestCommand(Verb.READ, Kind.BW);
+        CommandLine cl = CompatOptions.commandLine(c);
+        StringWriter err = new StringWriter();
+        cl.setErr(new PrintWriter(err, true));
+        cl.parseArgs("-o", "300");
+        c.check();
+        assertEquals(128, Session.outstandingReads(c, 128));
+        assertTrue(err.toString().contains(" Number of outstanding reads is above max = 128"), err.toString());
+    }
+
+    @Test
+    void limitBwIsTheThresholdOption() {
+        assertEquals(100.0, checked(Verb.WRITE, Kind.BW, "-w", "100").minBw);
+        assertEquals(100.0, checked(Verb.WRITE, Kind.BW, "--limit_bw", "100").minBw);
+        assertEquals(100.0, checked(Verb.WRITE, Kind.BW, "--min-bw", "100").minBw);
+        assertEquals(0.5, checked(Verb.WRITE, Kind.BW, "-y", "0.5").minMsgRate);
+        assertNull(checked(Verb.WRITE, Kind.BW).minMsgRate);
+    }
+
+    @Test
+    void runInfinitelyIgnoresIterationsWithANote() {
+        PerftestCommand c = checked(Verb.WRITE, Kind.BW, "--run_infinitely", "-n", "100");
+        assertTrue(c.runInfinitely);
+        assertTrue(c.notes.getFirst().contains("--run_infinitely"), c.notes.toString());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"-V", "--version"})
+    void versionPrintsCsLine(String flag) {
+        for (Verb verb : Verb.values()) {
+            for (Kind kind : Kind.values()) {
+                CommandLine cl = Main.commandLine();
+                StringWriter out = new StringWriter();
+                cl.setOut(new PrintWriter(out));
+                String test = verb.name().toLowerCase(Locale.ROOT) + "_" + kind.name().toLowerCase(Locale.ROOT);
+                assertEquals(0, cl.execute(test, flag));
+                assertEquals("Version: " + Oob.VERSION, out.toString().strip(), test);
+            }
+        }
+    }
+
+    @Test
+    void aCOptionOnTheRealCommandLinePrintsItsNoteOnStderr() {
+        // -Q 0 is refused after the parse: the notes come out only for a line that runs, so check the parse alone
+        PerftestCommand c = new PerftestCommand(Verb.SEND, Kind.BW);
+        CommandLine cl = CompatOptions.commandLine(c);
+        ParseResult parsed = cl.parseArgs("--use-srq", "-S", "3", "--tclass", "2", "-s", "64");
+        List<String> notes = CompatOptions.notes(parsed);
+        assertEquals(3, notes.size(), notes.toString());
+        assertTrue(notes.get(0).startsWith("note: -S/--sl "), notes.toString());
+        assertEquals("64", c.sizeText, "an implemented option after accepted ones is still read");
+    }
+
+    @Test
+    void cLongOptionsOutsideUsageAreAcceptedToo() {
+        // options in C's long_options table that usage() prints only for raw Ethernet tests, or not at all
+        for (String[] args : new String[][] {{"-B", "00:11:22:33:44:55"}, {"--ethertype", "0x0800"}, {"-Z"}, {"-P"},
+                {"--use_rss"}, {"--tcp"}, {"--promiscuous"}, {"--flows", "2"}, {"--vlan_en"}, {"--raw_ipv6"}}) {
+            PerftestCommand c = new PerftestCommand(Verb.WRITE, Kind.BW);
+            ParseResult parsed = commandLine(c).parseArgs(args);
+            c.check();
+            assertEquals(1, CompatOptions.notes(parsed).size(), Arrays.toString(args));
+        }
+    }
+
+    @Test
+    void anOptionGivenTwiceTakesItsLastValueAsCsGetopt() {
+        PerftestCommand c = checked(Verb.WRITE, Kind.LAT, "-n", "100", "-s", "4", "-n", "200");
+        assertEquals(200, c.itersResolved);
+        assertEquals(4, c.size);
+    }
+
+}

@@ -1,0 +1,105 @@
+package io.jverbs.perftest.device;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.jverbs.ibverbs.device.DeviceTest;
+import io.jverbs.ibverbs.device.TestDevice;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The output a script parses as C's: the table from {@code #bytes} to the dashed line holds only
+ * rows (the HdrHistogram lines follow it, over the row's samples), the header box prints
+ * {@code RX depth} where C does, and the JSON holds C's test_info keys with C's number formats.
+ */
+@DeviceTest
+class OutputFormatTest {
+    private static final Pattern LAT_ROW = Pattern.compile(
+            "^ (\\d+)\\s+(\\d+)\\s+(\\d+\\.\\d\\d)\\s+(\\d+\\.\\d\\d)\\s+(\\d+\\.\\d\\d)\\s+(\\d+\\.\\d\\d)");
+    private static final Pattern HDR = Pattern.compile(
+            "^ HdrHistogram\\[usec\\]: p50 .* max (\\d+\\.\\d\\d)  \\((\\d+) samples of (\\d+) B, the 2 slowest left out as in the row\\)$");
+
+    @Test
+    void allSizesTableIsRowsOnlyAndTheHistogramsFollowIt(TestDevice device) throws Exception {
+        // -n 20 (given after the pair's -n 50: the last wins, as C's getopt): 8 MiB ping-pongs are slow on rxe
+        Perf.Result[] r = JavaToJavaTest.pair(device, "write_lat", List.of("-a", "-n", "20"));
+        String out = r[1].out();
+        List<String> lines = out.lines().toList();
+        int head = -1;
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).startsWith(" #bytes")) {
+                head = i;
+            }
+        }
+        assertTrue(head >= 0, out);
+        int i = head + 1;
+        java.util.Map<Long, Double> tMax = new java.util.HashMap<>();
+        while (!lines.get(i).startsWith("-----")) {
+            Matcher m = LAT_ROW.matcher(lines.get(i));
+            assertTrue(m.find(), "only rows between #bytes and the dashed line, not <" + lines.get(i) + ">:\n" + out);
+            tMax.put(Long.parseLong(m.group(1)), Double.parseDouble(m.group(4)));
+            i++;
+        }
+        assertEquals(23, tMax.size(), out);
+        int hdr = 0;
+        for (int j = i + 1; j < lines.size(); j++) {
+            Matcher m = HDR.matcher(lines.get(j));
+            if (m.find()) {
+                hdr++;
+                long size = Long.parseLong(m.group(3));
+                assertEquals(17, Long.parseLong(m.group(2)), "19 gaps of 20 posts, the 2 slowest left out: " + lines.get(j));
+                double max = Double.parseDouble(m.group(1));
+                // HdrHistogram keeps 3 significant digits: its max may round up by 0.1 %
+                assertTrue(max <= tMax.get(size) * 1.001 + 0.01, "the histogram's max " + max + " is within the row's t_max "
+                        + tMax.get(size) + " (" + size + " B)");
+            }
+        }
+        assertEquals(23, hdr, "one HdrHistogram line per size after the table:\n" + out);
+    }
+
+    @Test
+    void rxDepthWhereCPrintsIt(TestDevice device) throws Exception {
+        Perf.Result[] r = JavaToJavaTest.pair(device, "send_lat", List.of());
+        assertTrue(r[0].out().contains(" RX depth        :"), "the send_lat server prints RX depth:\n" + r[0].out());
+        assertFalse(r[1].out().contains(" RX depth        :"), "the send_lat client does not, as C:\n" + r[1].out());
+    }
+
+    @Test
+    void jsonHasCsKeysAndNumberFormats(TestDevice device, @TempDir Path dir) throws Exception {
+        JsonNode lat = new ObjectMapper().readTree(clientJson(device, "write_lat", dir.resolve("lat.json")).toFile());
+        for (String key : List.of("Dual_port", "Transport_type", "Using_SRQ", "PCIe_relax_order", "ibv_wr_API", "rdma_cm_QPs",
+                "Data_ex_method")) {
+            assertTrue(lat.path("test_info").has(key), key + " in " + lat);
+        }
+        assertEquals("usec", lat.path("test_info").path("units").asText());
+        String bw = java.nio.file.Files.readString(clientJson(device, "write_bw", dir.resolve("bw.json")));
+        new ObjectMapper().readTree(bw); // valid JSON
+        assertTrue(Pattern.compile("\"MsgRate\" : \\d+\\.\\d{6}[,\\s]").matcher(bw).find(), "C's %.6f: " + bw);
+        assertFalse(bw.contains("E-"), bw);
+    }
+
+    /** Runs a pair where only the client writes its JSON report, and returns the file. */
+    private static Path clientJson(TestDevice device, String test, Path file) throws Exception {
+        int port = Perf.freePort();
+        List<String> common = new java.util.ArrayList<>(List.of(test));
+        common.addAll(Perf.deviceArgs(device));
+        common.addAll(JavaToJavaTest.sizeArgs(test));
+        common.addAll(List.of("-p", Integer.toString(port)));
+        java.util.concurrent.CompletableFuture<Perf.Result> server = Perf.start(common.toArray(String[]::new));
+        Perf.awaitListening(port, 60_000, server);
+        Perf.Result client = Perf.run(Perf.concat(common, "--out_json", "--out_json_file", file.toString(), Perf.host(device)));
+        Perf.Result s = Perf.await(server);
+        assertEquals(0, client.exit(), client.all() + "\nserver:\n" + s.all());
+        assertEquals(0, s.exit(), s.all());
+        return file;
+    }
+}
