@@ -52,19 +52,12 @@ final class Run {
         s = new Session(c);
         try {
             if (c.isServer()) {
-                // listen at once and warm up while waiting for the client (C listens within a second)
-                Warmup.Background background = c.noWarmup ? null : new Warmup.Background();
-                Runnable listening = background == null ? () -> { } : () -> background.start(c, s);
+                // listens at once, as C's server does, and does not warm up: a warm-up beside the
+                // wait would hold the device and the session when the client comes, and one before
+                // it delayed listening by tens of seconds under emulation
                 report.waiting();
-                try {
-                    oob = c.rdmaCm ? CmOob.serve(s, c.tcpPort, c.connectMs(), c.handshakeMs(), listening)
-                                   : TcpOob.serve(c.tcpPort, c.connectMs(), c.handshakeMs(), listening);
-                } finally {
-                    if (background != null) {
-                        // the warm-up uses the session: it must have ended before the session is used or closed
-                        warmup = background.finish(oob != null ? warmupGraceMs(c) : 0);
-                    }
-                }
+                oob = c.rdmaCm ? CmOob.serve(s, c.tcpPort, c.connectMs(), c.handshakeMs(), () -> { })
+                               : TcpOob.serve(c.tcpPort, c.connectMs(), c.handshakeMs(), () -> { });
             } else {
                 // before the server is contacted: it waits for its client without limit
                 warmup = c.noWarmup ? null : Warmup.run(c, s);
@@ -72,10 +65,10 @@ final class Run {
                                : TcpOob.connect(c.host, c.tcpPort, c.connectMs(), c.handshakeMs());
             }
             try {
-                // The counters' window opens here, with the peer connected: a client warms up before it
-                // contacts the server, and a server's warm-up has just been stopped, so both warm-ups are
-                // over and their loopback traffic (tens of thousands of packets, on a port both sides
-                // share on one node) stays out of the deltas.
+                // The counters' window opens here, with the peer connected: a client warms up before
+                // it contacts the server and a server does not, so no warm-up runs now and its
+                // loopback traffic (tens of thousands of packets, on a port both sides share on one
+                // node) stays out of the deltas.
                 counters = CounterWatch.start(s.context.name(), c.ibPort);
                 preamble();
                 s.allocate(cycle);
@@ -119,15 +112,6 @@ final class Run {
             throw new PerftestException(thresholdMiss);
         }
         return 0;
-    }
-
-    /**
-     * How long a server's warm-up may go on once its client has connected: a quarter of the
-     * handshake timeout (1 s by default), so a Java client, which waits that timeout for the
-     * server's first reply, is answered well within it (a C client waits without limit).
-     */
-    static long warmupGraceMs(PerftestCommand c) {
-        return Math.min(1000, c.handshakeMs() / 4);
     }
 
     private void preamble() {

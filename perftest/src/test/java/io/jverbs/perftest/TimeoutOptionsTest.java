@@ -84,16 +84,5 @@ class TimeoutOptionsTest {
         assertEquals(2_500, bounded.connectMs());
     }
 
-    /** A server's warm-up may go on after its client connected for a quarter of the handshake timeout, at most 1 s. */
-    @org.junit.jupiter.api.Test
-    void theServersWarmupGraceIsWithinTheClientsFirstWait() {
-        PerftestCommand c = new PerftestCommand(Verb.WRITE, Kind.LAT);
-        new CommandLine(c).parseArgs();
-        c.check();
-        assertEquals(1_000, Run.warmupGraceMs(c));
-        new CommandLine(c).parseArgs("--handshake_timeout", "0.4");
-        c.check();
-        assertEquals(100, Run.warmupGraceMs(c));
-    }
 
 }

@@ -35,7 +35,10 @@ class HostileProcessTest {
     static Process start(List<String> args) throws IOException {
         List<String> cmd = new ArrayList<>();
         cmd.add(java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        cmd.addAll(List.of("--enable-native-access=ALL-UNNAMED", "-XX:+UseSerialGC", "-cp",
+        // C1 only, as the suite's other child JVMs: under QEMU TCG two of these JVMs, with the
+        // tiered compilers, died in C1 code just replaced by a newer compilation of the same
+        // method (Completion.opcode, BwLoop.postSends), at addresses no Java code reaches
+        cmd.addAll(List.of("--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
                 System.getProperty("java.class.path"), Main.class.getName()));
         cmd.addAll(args);
         return new ProcessBuilder(cmd).redirectErrorStream(true).start();
@@ -75,7 +78,8 @@ class HostileProcessTest {
             CompletableFuture<String> output = output(p);
             assertTrue(p.waitFor(Perf.TIMEOUT_S, TimeUnit.SECONDS), "the process ended");
             long exitedAt = System.nanoTime();
-            long ms = (exitedAt - stalledAt.get(10, TimeUnit.SECONDS)) / 1_000_000;
+            // the fake server may still be dripping when the client exits: wait for its end
+            long ms = (exitedAt - stalledAt.get(30, TimeUnit.SECONDS)) / 1_000_000;
             fake.interrupt();
             String out = output.get(10, TimeUnit.SECONDS);
             System.out.println("client process against a hostile server on " + device.name() + ": exit " + p.exitValue()
@@ -117,10 +121,14 @@ class HostileProcessTest {
             OutputStream out = s.getOutputStream();
             byte[] version = Arrays.copyOf("6.06".getBytes(StandardCharsets.US_ASCII), 16);
             long first = System.nanoTime();
-            for (int i = 0; i < 15; i++) {
-                out.write(version[i]);
-                out.flush();
-                Thread.sleep(600);
+            try {
+                for (int i = 0; i < 15; i++) {
+                    out.write(version[i]);
+                    out.flush();
+                    Thread.sleep(600);
+                }
+            } catch (IOException e) {
+                // the client gave up and closed the connection before the 15th byte
             }
             return first; // the message is late from its first byte on
         }, "of the 16 bytes of the perftest version");
