@@ -89,11 +89,10 @@ final class CmOob extends Oob implements CompletionHandler {
      * The server: listens on {@code port} (all addresses), accepts the first connection request
      * within {@code acceptMs}, stops listening.
      */
-    static CmOob serve(Session s, int port, long acceptMs, long timeoutMs, Runnable listening) {
+    static CmOob serve(Session s, int port, long acceptMs, long timeoutMs) {
         Parts p = parts(s);
         CmConnection conn;
         try (RdmaCm.Listener listener = listen(port)) {
-            listening.run();
             conn = listener.accept(p.qp(), Duration.ofMillis(acceptMs <= 0 ? Long.MAX_VALUE / 2_000_000 : acceptMs));
         } catch (RdmaCmException e) {
             p.close();

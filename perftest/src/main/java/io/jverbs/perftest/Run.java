@@ -56,8 +56,8 @@ final class Run {
                 // wait would hold the device and the session when the client comes, and one before
                 // it delayed listening by tens of seconds under emulation
                 report.waiting();
-                oob = c.rdmaCm ? CmOob.serve(s, c.tcpPort, c.connectMs(), c.handshakeMs(), () -> { })
-                               : TcpOob.serve(c.tcpPort, c.connectMs(), c.handshakeMs(), () -> { });
+                oob = c.rdmaCm ? CmOob.serve(s, c.tcpPort, c.connectMs(), c.handshakeMs())
+                               : TcpOob.serve(c.tcpPort, c.connectMs(), c.handshakeMs());
             } else {
                 // before the server is contacted: it waits for its client without limit
                 warmup = c.noWarmup ? null : Warmup.run(c, s);

@@ -33,11 +33,10 @@ final class TcpOob extends Oob {
     }
 
     /** Listens on {@code port} (all addresses), accepts one client within {@code acceptMs}, stops listening. */
-    static TcpOob serve(int port, long acceptMs, long timeoutMs, Runnable listening) {
+    static TcpOob serve(int port, long acceptMs, long timeoutMs) {
         try (ServerSocket listener = new ServerSocket()) {
             listener.setReuseAddress(true);
             listener.bind(new InetSocketAddress(port), 1);
-            listening.run();
             listener.setSoTimeout(acceptMs <= 0 ? 0 : (int) Math.min(Integer.MAX_VALUE, acceptMs));
             Socket s = listener.accept();
             return new TcpOob(s, true, timeoutMs);

@@ -32,8 +32,7 @@ import java.util.concurrent.TimeoutException;
  * fresh JVM spends its first thousands of FFM downcalls setting up method handles and
  * LambdaForms, which allocates in the calling thread. Then it runs the measured loop itself
  * ({@link #loops}), so that it is compiled before the clock starts. Nothing of this goes on the
- * wire to the peer. A client warms up before it contacts the server; a server listens first and
- * warms up while it waits ({@link Background}), stopped soon after its client connects.
+ * wire to the peer. A client warms up before it contacts the server; a server does not warm up.
  */
 final class Warmup implements CompletionHandler {
     private static final com.sun.management.ThreadMXBean THREADS =
@@ -42,8 +41,6 @@ final class Warmup implements CompletionHandler {
     private static final int BATCH = 256;
     private static final int MAX_BATCHES = 24;
     private final PerftestCommand c;
-    /** A warm-up that runs to its end. */
-    private static final java.util.function.BooleanSupplier NEVER = () -> false;
     private int sends;
     private int receives;
     private int failed = -1;
@@ -93,17 +90,6 @@ final class Warmup implements CompletionHandler {
      * @return what happened, or null when the loopback pair could not be made
      */
     static Outcome run(PerftestCommand c, Session s) {
-        return run(c, s, NEVER);
-    }
-
-    /**
-     * Warms up until done or until {@code stop} says so, checked between batches, between rounds
-     * of the measured loop and while the JIT settles; never fails the test.
-     *
-     * @param stop whether to end now (the JVM is then only colder)
-     * @return what happened, or null when the loopback pair could not be made
-     */
-    static Outcome run(PerftestCommand c, Session s, java.util.function.BooleanSupplier stop) {
         long t0 = System.nanoTime();
         int size = Math.max(1, Math.min(c.sizes[0], 4096));
         if (c.ud()) {
@@ -125,7 +111,7 @@ final class Warmup implements CompletionHandler {
             long last = -1;
             int n = 0;
             int zeroRuns = 0;
-            while (n < MAX_BATCHES && zeroRuns < 2 && !stop.getAsBoolean()) {
+            while (n < MAX_BATCHES && zeroRuns < 2) {
                 long before = THREADS.getCurrentThreadAllocatedBytes();
                 w.batch(client, server, size, batch);
                 last = THREADS.getCurrentThreadAllocatedBytes() - before;
@@ -135,12 +121,12 @@ final class Warmup implements CompletionHandler {
             int rounds = -1; // already warm: this JVM ran these loop rounds for an earlier run
             boolean settled = true;
             String key = loopKey(c);
-            if (!stop.getAsBoolean() && WARMED.add(key)) {
-                rounds = loops(c, server, client, size, stop);
+            if (WARMED.add(key)) {
+                rounds = loops(c, server, client, size);
                 if (rounds < LOOP_ROUNDS) {
                     WARMED.remove(key); // a round failed or was stopped: the next run tries again
                 }
-                settled = settleJit(SETTLE_NS, stop);
+                settled = settleJit(SETTLE_NS);
             }
             return new Outcome(n, last, rounds, settled, (System.nanoTime() - t0) / 1_000_000);
         } catch (RuntimeException e) {
@@ -174,8 +160,7 @@ final class Warmup implements CompletionHandler {
      *
      * @return the rounds completed (fewer when a round failed: the JVM is only colder then)
      */
-    private static int loops(PerftestCommand c, Session server, Session client, int size,
-                             java.util.function.BooleanSupplier stop) {
+    private static int loops(PerftestCommand c, Session server, Session client, int size) {
         boolean send = c.verb == Verb.SEND;
         boolean oneSided = c.verb == Verb.READ || c.verb == Verb.ATOMIC;
         // the roles of the real sides: who runs a loop, and who only lends its memory
@@ -186,10 +171,10 @@ final class Warmup implements CompletionHandler {
         try {
             if (serverRuns) {
                 peer = Thread.ofPlatform().daemon().name("jverbs-perftest-warmup").start(
-                        () -> rounds(c, server, size, true, barrier, done, NEVER));
+                        () -> rounds(c, server, size, true, barrier, done));
             }
             // the client twin decides when to stop; the finally's reset frees the server twin
-            rounds(c, client, size, false, barrier, done, stop);
+            rounds(c, client, size, false, barrier, done);
         } finally {
             if (peer != null) {
                 barrier.reset(); // a side that failed early must not leave the other waiting
@@ -205,12 +190,12 @@ final class Warmup implements CompletionHandler {
 
     /** One side's rounds; each round starts and ends together with the other side's. */
     private static void rounds(PerftestCommand c, Session twin, int size, boolean serverSide, CyclicBarrier barrier,
-                               int[] done, java.util.function.BooleanSupplier stop) {
+                               int[] done) {
         boolean send = c.verb == Verb.SEND;
         long target = twin.targetOffset(0);
         Histogram histogram = c.kind == Kind.LAT ? new Histogram(LatLoop.HIST_MAX_NS, 3) : null;
         try {
-            for (int r = 0; r < LOOP_ROUNDS && !stop.getAsBoolean(); r++) {
+            for (int r = 0; r < LOOP_ROUNDS; r++) {
                 if (c.kind == Kind.LAT) {
                     twin.memory.asSlice(target, twin.slot).fill((byte) 0); // write_lat's signal bytes start at 0
                     histogram.reset();
@@ -300,22 +285,11 @@ final class Warmup implements CompletionHandler {
      * @return whether the JIT went quiet within the bound
      */
     static boolean settleJit(long boundNs) {
-        return settleJit(boundNs, NEVER);
-    }
-
-    /**
-     * {@link #settleJit(long)}, ending early (not settled) when {@code stop} says so.
-     *
-     * @param boundNs the longest wait
-     * @param stop    whether to end now
-     * @return whether the JIT went quiet within the bound
-     */
-    static boolean settleJit(long boundNs, java.util.function.BooleanSupplier stop) {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         long end = System.nanoTime() + boundNs;
         long last = jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1;
         int quiet = 0;
-        while (quiet < 3 && System.nanoTime() < end && !stop.getAsBoolean()) {
+        while (quiet < 3 && System.nanoTime() < end) {
             try {
                 Thread.sleep(30);
             } catch (InterruptedException e) {

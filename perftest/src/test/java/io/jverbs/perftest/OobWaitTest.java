@@ -25,7 +25,7 @@ class OobWaitTest {
     /** A connected pair: [server, client]. */
     private static TcpOob[] pair(long handshakeMs) throws Exception {
         int port = freePort();
-        CompletableFuture<TcpOob> server = CompletableFuture.supplyAsync(() -> TcpOob.serve(port, 10_000, handshakeMs, () -> { }));
+        CompletableFuture<TcpOob> server = CompletableFuture.supplyAsync(() -> TcpOob.serve(port, 10_000, handshakeMs));
         TcpOob client = TcpOob.connect("127.0.0.1", port, 10_000, handshakeMs);
         return new TcpOob[] {server.get(10, TimeUnit.SECONDS), client};
     }
