@@ -74,13 +74,19 @@ class PairFaultTest {
     /**
      * Node a streams {@code chunks} × 64 KiB to node b under {@code netem}; node b checks every
      * byte. Returns {sender's counter deltas, receiver's counter deltas} (on node a; empty on b).
+     *
+     * <p>The stream's queue pairs retry without limit ({@code retryCount} 7): RoCE retransmits from
+     * the first missing packet (go-back-N), and on a wire that drops, reorders or repeats packets a
+     * finite budget can run out while every byte would still arrive (seen with the default 6 under 25%
+     * reordering: RETRY_EXC_ERR mid-stream). The stream's own deadline {@link #T} bounds the test
+     * instead.
      */
     private static Map<String, Long>[] streamUnder(PairNode node, int chunks, String... netem) throws Exception {
         long bytes = (long) chunks * CHUNK;
         PairControl control = node.control();
         @SuppressWarnings("unchecked")
         Map<String, Long>[] deltas = new Map[] {Map.of(), Map.of()};
-        try (PairLink link = PairLink.open(node, bytes)) {
+        try (PairLink link = PairLink.open(node, bytes, c -> c.withRetry(14, 7))) {
             if (node.isA()) {
                 control.expect("ready");
                 PairLink.fill(link.buffer.segment(), 0, bytes, 77);
