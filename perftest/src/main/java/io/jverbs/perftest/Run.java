@@ -31,6 +31,12 @@ final class Run {
             (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     /** Larger cycle buffers than this from a peer are refused (C uses the page size: 4 KiB, 64 KiB on some arm64). */
     private static final int MAX_CYCLE = 16 << 20;
+    /**
+     * How long a server waits for its warm-up to stop once a client has come: a round of the
+     * measured loop takes tens of milliseconds on the emulated rig; the client's handshake
+     * timeout (4 s) must not be reached.
+     */
+    private static final long WARMUP_STOP_MS = 1_500;
     private final PerftestCommand c;
     private final Report report;
     private Oob oob;
@@ -50,14 +56,21 @@ final class Run {
 
     int execute() {
         s = new Session(c);
+        Warmup.WhileWaiting early = null;
         try {
             if (c.isServer()) {
-                // listens at once, as C's server does, and does not warm up: a warm-up beside the
-                // wait would hold the device and the session when the client comes, and one before
-                // it delayed listening by tens of seconds under emulation
+                // listens at once, as C's server does, and warms up while it waits; the client's
+                // handshake goes on once the warm-up has stopped (within a round of its loop)
+                early = c.noWarmup ? null : new Warmup.WhileWaiting(c, s);
                 report.waiting();
-                oob = c.rdmaCm ? CmOob.serve(s, c.tcpPort, c.connectMs(), c.handshakeMs())
-                               : TcpOob.serve(c.tcpPort, c.connectMs(), c.handshakeMs());
+                try {
+                    oob = c.rdmaCm ? CmOob.serve(s, c.tcpPort, c.connectMs(), c.handshakeMs())
+                                   : TcpOob.serve(c.tcpPort, c.connectMs(), c.handshakeMs());
+                } finally {
+                    if (early != null) {
+                        warmup = early.stop(WARMUP_STOP_MS);
+                    }
+                }
             } else {
                 // before the server is contacted: it waits for its client without limit
                 warmup = c.noWarmup ? null : Warmup.run(c, s);
@@ -66,9 +79,9 @@ final class Run {
             }
             try {
                 // The counters' window opens here, with the peer connected: a client warms up before
-                // it contacts the server and a server does not, so no warm-up runs now and its
-                // loopback traffic (tens of thousands of packets, on a port both sides share on one
-                // node) stays out of the deltas.
+                // it contacts the server and a server's warm-up has stopped, so its loopback traffic
+                // (tens of thousands of packets, on a port both sides share on one node) stays out
+                // of the deltas.
                 counters = CounterWatch.start(s.context.name(), c.ibPort);
                 preamble();
                 s.allocate(cycle);
@@ -91,6 +104,9 @@ final class Run {
                 }
             }
         } finally {
+            if (early != null) {
+                early.stop(c.completionNs() / 1_000_000 + 2_000); // its twins belong to the session
+            }
             s.close();
         }
         counters.finish(c, outputs);
@@ -100,7 +116,7 @@ final class Run {
             }
             outputs.write(c.outJsonFile);
         }
-        if (c.allocReport && !c.noWarmup) {
+        if (c.allocReport && !c.noWarmup && (early == null || !early.reported())) {
             c.out().println(warmup == null ? " Warm-up: the loopback queue pairs could not be made (none ran)"
                     : warmup.summary());
         }

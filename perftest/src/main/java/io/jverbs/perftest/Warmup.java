@@ -22,6 +22,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Warms the post and poll paths before the peer is even contacted, on resources the peer never
@@ -32,7 +33,8 @@ import java.util.concurrent.TimeoutException;
  * fresh JVM spends its first thousands of FFM downcalls setting up method handles and
  * LambdaForms, which allocates in the calling thread. Then it runs the measured loop itself
  * ({@link #loops}), so that it is compiled before the clock starts. Nothing of this goes on the
- * wire to the peer. A client warms up before it contacts the server; a server does not warm up.
+ * wire to the peer. A client warms up before it contacts the server; a server warms up while it
+ * waits for its client ({@link WhileWaiting}) and stops within a round when the client comes.
  */
 final class Warmup implements CompletionHandler {
     private static final com.sun.management.ThreadMXBean THREADS =
@@ -90,6 +92,61 @@ final class Warmup implements CompletionHandler {
      * @return what happened, or null when the loopback pair could not be made
      */
     static Outcome run(PerftestCommand c, Session s) {
+        return run(c, s, new AtomicBoolean());
+    }
+
+    /**
+     * A server's warm-up, on a thread of its own while the server waits for its client: it
+     * listens at once, as C's does, and whatever the warm-up finished before the client came is
+     * compiled when the clock starts. {@link #stop} ends it at the next batch or round of the
+     * measured loop (tens of milliseconds on the emulated rig), before the handshake goes on, so
+     * its loopback traffic never overlaps the peer's and stays out of the counters' window.
+     */
+    static final class WhileWaiting {
+        private final AtomicBoolean stop = new AtomicBoolean();
+        private final Thread thread;
+        private volatile Outcome outcome;
+
+        private volatile boolean reported;
+
+        /**
+         * Starts the warm-up. With {@code --alloc_report} the server prints its line as soon as
+         * the warm-up ends on its own, so a script may start its client once the server is warm.
+         */
+        WhileWaiting(PerftestCommand c, Session s) {
+            thread = Thread.ofPlatform().daemon().name("jverbs-perftest-warmup").start(() -> {
+                Outcome o = run(c, s, stop);
+                outcome = o;
+                if (c.allocReport && o != null && !stop.get()) {
+                    c.out().println(o.summary() + "; waiting for a client");
+                    c.out().flush();
+                    reported = true;
+                }
+            });
+        }
+
+        /** Whether the {@code --alloc_report} line was printed already. */
+        boolean reported() {
+            return reported;
+        }
+
+        /**
+         * Stops the warm-up and waits at most {@code boundMs} for it to end.
+         *
+         * @return what it did, or null when it could not make its twins or has not ended yet
+         */
+        Outcome stop(long boundMs) {
+            stop.set(true);
+            try {
+                thread.join(Math.max(1, boundMs));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return outcome;
+        }
+    }
+
+    private static Outcome run(PerftestCommand c, Session s, AtomicBoolean stop) {
         long t0 = System.nanoTime();
         int size = Math.max(1, Math.min(c.sizes[0], 4096));
         if (c.ud()) {
@@ -111,9 +168,9 @@ final class Warmup implements CompletionHandler {
             long last = -1;
             int n = 0;
             int zeroRuns = 0;
-            while (n < MAX_BATCHES && zeroRuns < 2) {
+            while (n < MAX_BATCHES && zeroRuns < 2 && !stop.get()) {
                 long before = THREADS.getCurrentThreadAllocatedBytes();
-                w.batch(client, server, size, batch);
+                w.batch(client, server, size, batch, stop);
                 last = THREADS.getCurrentThreadAllocatedBytes() - before;
                 n++;
                 zeroRuns = last == 0 ? zeroRuns + 1 : 0;
@@ -121,12 +178,12 @@ final class Warmup implements CompletionHandler {
             int rounds = -1; // already warm: this JVM ran these loop rounds for an earlier run
             boolean settled = true;
             String key = loopKey(c);
-            if (WARMED.add(key)) {
-                rounds = loops(c, server, client, size);
-                if (rounds < LOOP_ROUNDS) {
-                    WARMED.remove(key); // a round failed or was stopped: the next run tries again
+            if (!WARMED.contains(key) && !stop.get()) {
+                rounds = loops(c, server, client, size, stop);
+                if (rounds == LOOP_ROUNDS) {
+                    WARMED.add(key); // a round that failed or was stopped leaves it to the next run
                 }
-                settled = settleJit(SETTLE_NS);
+                settled = settleJit(SETTLE_NS, stop);
             }
             return new Outcome(n, last, rounds, settled, (System.nanoTime() - t0) / 1_000_000);
         } catch (RuntimeException e) {
@@ -160,21 +217,24 @@ final class Warmup implements CompletionHandler {
      *
      * @return the rounds completed (fewer when a round failed: the JVM is only colder then)
      */
-    private static int loops(PerftestCommand c, Session server, Session client, int size) {
+    private static int loops(PerftestCommand c, Session server, Session client, int size, AtomicBoolean stop) {
         boolean send = c.verb == Verb.SEND;
         boolean oneSided = c.verb == Verb.READ || c.verb == Verb.ATOMIC;
         // the roles of the real sides: who runs a loop, and who only lends its memory
         boolean serverRuns = c.kind == Kind.LAT ? !oneSided : send || c.bidirectional;
-        CyclicBarrier barrier = new CyclicBarrier(serverRuns ? 2 : 1);
+        // the last twin to reach a round's start decides for both whether the round runs, so a
+        // stop never leaves one twin in a round the other has left
+        boolean[] halt = new boolean[1];
+        CyclicBarrier barrier = new CyclicBarrier(serverRuns ? 2 : 1, () -> halt[0] = stop.get());
         int[] done = new int[2];
         Thread peer = null;
         try {
             if (serverRuns) {
                 peer = Thread.ofPlatform().daemon().name("jverbs-perftest-warmup").start(
-                        () -> rounds(c, server, size, true, barrier, done));
+                        () -> rounds(c, server, size, true, barrier, halt, done));
             }
             // the client twin decides when to stop; the finally's reset frees the server twin
-            rounds(c, client, size, false, barrier, done);
+            rounds(c, client, size, false, barrier, halt, done);
         } finally {
             if (peer != null) {
                 barrier.reset(); // a side that failed early must not leave the other waiting
@@ -190,7 +250,7 @@ final class Warmup implements CompletionHandler {
 
     /** One side's rounds; each round starts and ends together with the other side's. */
     private static void rounds(PerftestCommand c, Session twin, int size, boolean serverSide, CyclicBarrier barrier,
-                               int[] done) {
+                               boolean[] halt, int[] done) {
         boolean send = c.verb == Verb.SEND;
         long target = twin.targetOffset(0);
         Histogram histogram = c.kind == Kind.LAT ? new Histogram(LatLoop.HIST_MAX_NS, 3) : null;
@@ -204,6 +264,9 @@ final class Warmup implements CompletionHandler {
                         loop.prepostReceives();
                     }
                     barrier.await(c.completionNs(), TimeUnit.NANOSECONDS);
+                    if (halt[0]) {
+                        return;
+                    }
                     if (c.verb == Verb.WRITE) {
                         loop.runWrite();
                     } else if (send) {
@@ -220,6 +283,9 @@ final class Warmup implements CompletionHandler {
                         loop.prepostReceives();
                     }
                     barrier.await(c.completionNs(), TimeUnit.NANOSECONDS);
+                    if (halt[0]) {
+                        return;
+                    }
                     loop.run();
                 }
                 barrier.await(c.completionNs(), TimeUnit.NANOSECONDS);
@@ -282,14 +348,19 @@ final class Warmup implements CompletionHandler {
      * available, it falls back to the total compilation time not moving.
      *
      * @param boundNs the longest wait
+     * @param stop     ends the wait early when set
      * @return whether the JIT went quiet within the bound
      */
     static boolean settleJit(long boundNs) {
+        return settleJit(boundNs, new AtomicBoolean());
+    }
+
+    private static boolean settleJit(long boundNs, AtomicBoolean stop) {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         long end = System.nanoTime() + boundNs;
         long last = jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1;
         int quiet = 0;
-        while (quiet < 3 && System.nanoTime() < end) {
+        while (quiet < 3 && System.nanoTime() < end && !stop.get()) {
             try {
                 Thread.sleep(30);
             } catch (InterruptedException e) {
@@ -349,7 +420,7 @@ final class Warmup implements CompletionHandler {
      * One batch: BATCH operations of the test's verb from the client twin to the server twin, each
      * waited for, through the same calls the loops make.
      */
-    private void batch(Session client, Session server, int size, WorkBatch list) {
+    private void batch(Session client, Session server, int size, WorkBatch list, AtomicBoolean stop) {
         QueuePair a = client.qps.length > 0 ? client.qps[0] : null; // none under -c UD (datagrams)
         QueuePair b = server.qps.length > 0 ? server.qps[0] : null;
         RegisteredBuffer buf = client.buffer;
@@ -357,7 +428,7 @@ final class Warmup implements CompletionHandler {
         RemoteBuffer remote = client.remote[0];
         long target = client.targetOffset(0);
         long serverTarget = server.targetOffset(0);
-        for (int i = 0; i < BATCH; i++) {
+        for (int i = 0; i < BATCH && !stop.get(); i++) {
             long id = ((long) i << 16) | 1;
             // what the latency loops touch besides posting and polling
             mem.set(ValueLayout.JAVA_BYTE, size - 1, (byte) i);

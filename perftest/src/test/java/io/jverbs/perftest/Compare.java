@@ -859,17 +859,20 @@ public final class Compare {
     }
 
     /**
-     * Starts {@code common} as the server, waits (at most {@code listenMs}) until it listens on
-     * {@code port}, then runs {@code common + clientTail} as the client; each process's output goes
-     * to {@code tag}-server.txt and -client.txt in {@code work}.
+     * Starts {@code common + serverTail} as the server, waits (at most {@code listenMs}) until it
+     * listens on {@code port} and, when {@code ready} is not null, has printed a line containing
+     * it, then runs {@code common + clientTail} as the client; each process's output goes to
+     * {@code tag}-server.txt and -client.txt in {@code work}.
      *
      * @throws IllegalStateException when the server ends before listening or the client does not end
      */
-    private static Pair runProcesses(List<String> common, List<String> clientTail, int port, Path work, String tag,
-                                     long listenMs) throws Exception {
+    private static Pair runProcesses(List<String> common, List<String> serverTail, String ready, List<String> clientTail,
+                                     int port, Path work, String tag, long listenMs) throws Exception {
         Path serverLog = work.resolve(tag + "-server.txt");
         Path clientLog = work.resolve(tag + "-client.txt");
-        Process server = new ProcessBuilder(onCpu(SERVER_CPU, common)).redirectErrorStream(true).redirectOutput(serverLog.toFile()).start();
+        List<String> serverArgs = onCpu(SERVER_CPU, common);
+        serverArgs.addAll(serverTail);
+        Process server = new ProcessBuilder(serverArgs).redirectErrorStream(true).redirectOutput(serverLog.toFile()).start();
         CompletableFuture<String[]> sf = new CompletableFuture<>();
         server.onExit().thenRun(() -> sf.complete(new String[] {"exited"}));
         List<String> client = onCpu(CLIENT_CPU, common);
@@ -877,6 +880,11 @@ public final class Compare {
         Process cp;
         try {
             awaitListening(port, listenMs, sf);
+            long deadline = System.currentTimeMillis() + listenMs;
+            while (ready != null && !Files.readString(serverLog, StandardCharsets.UTF_8).contains(ready)
+                    && server.isAlive() && System.currentTimeMillis() < deadline) {
+                Thread.sleep(50);
+            }
             cp = new ProcessBuilder(client).redirectErrorStream(true).redirectOutput(clientLog.toFile()).start();
             if (!cp.waitFor(TIMEOUT_S, TimeUnit.SECONDS)) {
                 cp.destroyForcibly();
@@ -905,8 +913,10 @@ public final class Compare {
         List<String> common = new ArrayList<>(List.of(launcher, test));
         common.addAll(flags);
         common.addAll(List.of("-p", Integer.toString(port)));
-        Pair r = runProcesses(common, List.of("--out_json", "--out_json_file", clientJson.toString(), ip), port, work, tag,
-                180_000);
+        // the server warms up while it waits (--alloc_report prints when it is done): the client
+        // comes once it is warm, as to a server started well before its client
+        Pair r = runProcesses(common, List.of("--alloc_report"), "Warm-up:",
+                List.of("--out_json", "--out_json_file", clientJson.toString(), ip), port, work, tag, 180_000);
         if (!r.ok()) {
             throw new IllegalStateException("jverbs-perftest " + tag + " failed: client exit " + r.clientExit() + ":\n"
                     + r.client() + "\nserver exit " + r.serverExit() + ":\n" + r.server());
@@ -923,7 +933,8 @@ public final class Compare {
             common.add(tool);
             common.addAll(flags);
             common.addAll(List.of("-p", Integer.toString(port)));
-            Pair r = runProcesses(common, List.of("--out_json", "--out_json_file=" + clientJson, ip), port, work, tag, 60_000);
+            Pair r = runProcesses(common, List.of(), null, List.of("--out_json", "--out_json_file=" + clientJson, ip), port,
+                    work, tag, 60_000);
             String out = r.client();
             String sout = r.server();
             if (!r.ok()) {
