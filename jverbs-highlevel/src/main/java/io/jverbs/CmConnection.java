@@ -48,7 +48,7 @@ public final class CmConnection implements AutoCloseable {
         this.local = RdmaCm.address(id, false);
         this.remote = RdmaCm.address(id, true);
         this.watcher = Thread.ofPlatform().name("jverbs-cm-" + qp.number()).daemon(true).start(this::watch);
-        qp.ownedBy(this);
+        qp.ownedBy(this::release);
     }
 
     private void watch() {

@@ -139,8 +139,8 @@ public final class QueuePair extends QueueEndpoint {
     private final long[] pendingSince;
     /** The access flags the device has for this queue pair (set at connect, widened with the domain's). */
     private int accessFlags;
-    /** The rdma_cm connection that owns this queue pair, if any: closed with it. */
-    private volatile CmConnection connection;
+    /** Releases the rdma_cm connection that owns this queue pair, if any: run by its close. */
+    private volatile Runnable connectionRelease;
     private final int[] freeSlots;
     private int freeCount;
 
@@ -466,9 +466,12 @@ public final class QueuePair extends QueueEndpoint {
         }
     }
 
-    /** The connection through rdma_cm that owns this queue pair: closing the queue pair closes it. */
-    void ownedBy(CmConnection owner) {
-        connection = owner;
+    /**
+     * The connection through rdma_cm that owns this queue pair: closing the queue pair runs
+     * {@code release} (which disconnects the peer) before the destroy.
+     */
+    void ownedBy(Runnable release) {
+        connectionRelease = release;
     }
 
     /**
@@ -1737,9 +1740,9 @@ public final class QueuePair extends QueueEndpoint {
 
     @Override
     void beforeClose() {
-        CmConnection owner = connection;
-        if (owner != null) {
-            owner.release(); // disconnects the peer; the rdma_cm id goes to the reaper
+        Runnable release = connectionRelease;
+        if (release != null) {
+            release.run(); // the owning CmConnection's: disconnects the peer; the rdma_cm id goes to the reaper
         }
         config.sendQueue().detach(this);
         config.receiveQueue().detach(this);
