@@ -13,6 +13,9 @@ import io.jverbs.ibverbs.raw.ibv_qp_cap;
 import io.jverbs.ibverbs.raw.ibv_qp_init_attr;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
 import io.jverbs.ibverbs.raw.verbs_h;
+import io.jverbs.internal.PostLock;
+import io.jverbs.internal.SendQueue;
+import io.jverbs.internal.WorkRequests;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -231,12 +234,12 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     @Override
-    long nativeAddress() {
+    protected long nativeAddress() {
         return qpAddress;
     }
 
     @Override
-    String kindAndNumber() {
+    protected String kindAndNumber() {
         return "queue pair " + number;
     }
 
@@ -260,7 +263,7 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     @Override
-    int entriesOn(CompletionQueue queue) {
+    protected int entriesOn(CompletionQueue queue) {
         return (queue == config.sendQueue() ? config.maxSendWr() : 0)
                 + (queue == config.receiveQueue() ? config.maxRecvWr() : 0);
     }
@@ -1642,7 +1645,7 @@ public final class QueuePair extends QueueEndpoint {
      * @return true when the completion belongs to the caller's handler (not a future)
      */
     @Override
-    boolean onCompletion(Completion c, CompletionQueue from) {
+    protected boolean onCompletion(Completion c, CompletionQueue from) {
         long wrId = c.wrId();
         int status = c.status();
         if (status == WcStatus.SUCCESS) {
@@ -1739,7 +1742,7 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     @Override
-    void beforeClose() {
+    protected void beforeDestroy() {
         Runnable release = connectionRelease;
         if (release != null) {
             release.run(); // the owning CmConnection's: disconnects the peer; the rdma_cm id goes to the reaper
@@ -1749,7 +1752,7 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     @Override
-    void destroyNative() {
+    protected void destroyQueuePair() {
         List<CompletableFuture<?>> orphans = new ArrayList<>();
         for (int i = 0; i < pending.length; i++) {
             if (pending[i] != null) {
