@@ -9,6 +9,9 @@ import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_context_ops;
 import io.jverbs.ibverbs.raw.ibv_cq;
 import io.jverbs.ibverbs.raw.verbs_h;
+import io.jverbs.internal.Fds;
+import io.jverbs.internal.PostLock;
+import io.jverbs.internal.WorkRequests;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,5 +1,6 @@
 package io.jverbs;
 
+import io.jverbs.datagram.DatagramQueuePair;
 import io.jverbs.ibverbs.InlineVerbs;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.VerbsException;
@@ -8,6 +9,7 @@ import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_device_attr;
 import io.jverbs.ibverbs.raw.ibv_port_attr;
 import io.jverbs.ibverbs.raw.verbs_h;
+import io.jverbs.internal.Fds;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

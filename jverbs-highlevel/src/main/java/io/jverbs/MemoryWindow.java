@@ -1,5 +1,6 @@
 package io.jverbs;
 
+import io.jverbs.cm.Handshake;
 import io.jverbs.ibverbs.InlineVerbs;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.VerbsException;

@@ -1,7 +1,9 @@
 package io.jverbs;
 
+import io.jverbs.datagram.DatagramBatch;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
 import io.jverbs.ibverbs.raw.verbs_h;
+import io.jverbs.internal.SendQueue;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -11,7 +13,7 @@ import java.lang.foreign.ValueLayout;
  * {@link #capacity()} send requests and their SGEs, linked in order as they are added and posted
  * from the first with one {@code ibv_post_send}. Not thread-safe: fill and post from one thread.
  */
-abstract sealed class PostList permits WorkBatch, DatagramBatch {
+public abstract sealed class PostList permits WorkBatch, DatagramBatch {
     static final long WR_BYTES = 128;
     static final long SGE_BYTES = 16;
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
@@ -23,7 +25,14 @@ abstract sealed class PostList permits WorkBatch, DatagramBatch {
     private final long sgeBase;
     private int size;
 
-    PostList(int capacity, MemorySegment memory) {
+    /**
+     * Makes a list in {@code memory}, made by its queue pair ({@link QueuePair#newBatch},
+     * {@link io.jverbs.datagram.DatagramQueuePair#newBatch}).
+     *
+     * @param capacity the most requests it holds
+     * @param memory   at least {@code capacity} requests and their SGEs
+     */
+    protected PostList(int capacity, MemorySegment memory) {
         this.capacity = capacity;
         this.memory = memory;
         this.base = memory.address();

@@ -1,8 +1,22 @@
 package io.jverbs;
 
-/** A queue pair whose completions a {@link CompletionQueue} routes: reliable-connected or datagram. */
-abstract sealed class QueueEndpoint extends Resource permits QueuePair, DatagramQueuePair {
-    QueueEndpoint(String kind, Resource parent) {
+import io.jverbs.datagram.DatagramQueuePair;
+
+/**
+ * A queue pair whose completions a {@link CompletionQueue} routes: reliable-connected
+ * ({@link QueuePair}) or datagram ({@link DatagramQueuePair}).
+ *
+ * <p>The class is sealed and both of its subclasses are final: its protected members are the
+ * hooks those two implement, and no code outside this module can call or override them.
+ */
+public abstract sealed class QueueEndpoint extends Resource permits QueuePair, DatagramQueuePair {
+    /**
+     * Makes the Java side of a new queue pair.
+     *
+     * @param kind   what it is, for messages
+     * @param parent its protection domain, which closes it
+     */
+    protected QueueEndpoint(String kind, Resource parent) {
         super(kind, parent);
     }
 
@@ -14,20 +28,55 @@ abstract sealed class QueueEndpoint extends Resource permits QueuePair, Datagram
     public abstract int number();
 
     /**
-     * Accounts for one completion of this queue pair.
+     * Accounts for one completion of this queue pair; called by the completion queue's poll.
      *
+     * @param c    the completion, valid during the call
+     * @param from the completion queue polled
      * @return true when it belongs to the caller's handler (not to a future)
      */
-    abstract boolean onCompletion(Completion c, CompletionQueue from);
+    protected abstract boolean onCompletion(Completion c, CompletionQueue from);
 
-    /** The C object's address, to match asynchronous events. */
-    abstract long nativeAddress();
+    /**
+     * Returns the C object's address, to match asynchronous events.
+     *
+     * @return the {@code ibv_qp}'s address
+     */
+    protected abstract long nativeAddress();
 
-    /** "queue pair N" / "datagram queue pair N", for messages. */
-    abstract String kindAndNumber();
+    /**
+     * Returns "queue pair N" / "datagram queue pair N", for messages.
+     *
+     * @return the kind and number
+     */
+    protected abstract String kindAndNumber();
 
-    /** How many completions this queue pair can have outstanding on {@code queue} at once (its depths there). */
-    abstract int entriesOn(CompletionQueue queue);
+    /**
+     * Returns how many completions this queue pair can have outstanding on {@code queue} at once
+     * (its depths there).
+     *
+     * @param queue a completion queue
+     * @return its entries on {@code queue}, 0 when it does not use it
+     */
+    protected abstract int entriesOn(CompletionQueue queue);
+
+    /**
+     * Runs outside the monitor before the destroy: detaches from the completion queues and
+     * releases what owns this queue pair.
+     */
+    protected abstract void beforeDestroy();
+
+    /** Destroys the native queue pair; runs once, under this object's monitor. */
+    protected abstract void destroyQueuePair();
+
+    @Override
+    final void beforeClose() {
+        beforeDestroy();
+    }
+
+    @Override
+    final void destroyNative() {
+        destroyQueuePair();
+    }
 
     /**
      * Fails the futures in flight, if any (the queue pair errored, its completion queue lost

@@ -13,6 +13,9 @@ import io.jverbs.ibverbs.raw.ibv_qp_cap;
 import io.jverbs.ibverbs.raw.ibv_qp_init_attr;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
 import io.jverbs.ibverbs.raw.verbs_h;
+import io.jverbs.internal.PostLock;
+import io.jverbs.internal.SendQueue;
+import io.jverbs.internal.WorkRequests;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -139,8 +142,8 @@ public final class QueuePair extends QueueEndpoint {
     private final long[] pendingSince;
     /** The access flags the device has for this queue pair (set at connect, widened with the domain's). */
     private int accessFlags;
-    /** The rdma_cm connection that owns this queue pair, if any: closed with it. */
-    private volatile CmConnection connection;
+    /** Releases the rdma_cm connection that owns this queue pair, if any: run by its close. */
+    private volatile Runnable connectionRelease;
     private final int[] freeSlots;
     private int freeCount;
 
@@ -231,12 +234,12 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     @Override
-    long nativeAddress() {
+    protected long nativeAddress() {
         return qpAddress;
     }
 
     @Override
-    String kindAndNumber() {
+    protected String kindAndNumber() {
         return "queue pair " + number;
     }
 
@@ -260,7 +263,7 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     @Override
-    int entriesOn(CompletionQueue queue) {
+    protected int entriesOn(CompletionQueue queue) {
         return (queue == config.sendQueue() ? config.maxSendWr() : 0)
                 + (queue == config.receiveQueue() ? config.maxRecvWr() : 0);
     }
@@ -466,9 +469,12 @@ public final class QueuePair extends QueueEndpoint {
         }
     }
 
-    /** The connection through rdma_cm that owns this queue pair: closing the queue pair closes it. */
-    void ownedBy(CmConnection owner) {
-        connection = owner;
+    /**
+     * The connection through rdma_cm that owns this queue pair: closing the queue pair runs
+     * {@code release} (which disconnects the peer) before the destroy.
+     */
+    void ownedBy(Runnable release) {
+        connectionRelease = release;
     }
 
     /**
@@ -1639,7 +1645,7 @@ public final class QueuePair extends QueueEndpoint {
      * @return true when the completion belongs to the caller's handler (not a future)
      */
     @Override
-    boolean onCompletion(Completion c, CompletionQueue from) {
+    protected boolean onCompletion(Completion c, CompletionQueue from) {
         long wrId = c.wrId();
         int status = c.status();
         if (status == WcStatus.SUCCESS) {
@@ -1736,17 +1742,17 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     @Override
-    void beforeClose() {
-        CmConnection owner = connection;
-        if (owner != null) {
-            owner.release(); // disconnects the peer; the rdma_cm id goes to the reaper
+    protected void beforeDestroy() {
+        Runnable release = connectionRelease;
+        if (release != null) {
+            release.run(); // the owning CmConnection's: disconnects the peer; the rdma_cm id goes to the reaper
         }
         config.sendQueue().detach(this);
         config.receiveQueue().detach(this);
     }
 
     @Override
-    void destroyNative() {
+    protected void destroyQueuePair() {
         List<CompletableFuture<?>> orphans = new ArrayList<>();
         for (int i = 0; i < pending.length; i++) {
             if (pending[i] != null) {

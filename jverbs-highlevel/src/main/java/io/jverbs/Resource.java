@@ -1,5 +1,7 @@
 package io.jverbs;
 
+import io.jverbs.internal.Secrets;
+
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,6 +20,10 @@ import java.util.List;
  */
 public abstract sealed class Resource implements AutoCloseable
         permits Context, ProtectionDomain, RegisteredBuffer, CompletionQueue, QueueEndpoint, MemoryWindow {
+    static {
+        Secrets.setCore(new CoreBridge());
+    }
+
     private final String kind;
     private final Resource parent;
     private final List<Resource> children = new ArrayList<>();

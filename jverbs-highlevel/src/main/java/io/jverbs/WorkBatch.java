@@ -1,6 +1,7 @@
 package io.jverbs;
 
 import io.jverbs.ibverbs.raw.verbs_h;
+import io.jverbs.internal.WorkRequests;
 
 import java.lang.foreign.MemorySegment;
 

@@ -1,7 +1,6 @@
 package io.jverbs.device;
 
 import io.jverbs.Access;
-import io.jverbs.CmConnection;
 import io.jverbs.CompletionQueue;
 import io.jverbs.Context;
 import io.jverbs.IdleStrategy;
@@ -10,10 +9,11 @@ import io.jverbs.ProtectionDomain;
 import io.jverbs.QueuePair;
 import io.jverbs.QueuePairConfig;
 import io.jverbs.Rdma;
-import io.jverbs.RdmaCm;
-import io.jverbs.RdmaCmException;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
+import io.jverbs.cm.CmConnection;
+import io.jverbs.cm.RdmaCm;
+import io.jverbs.cm.RdmaCmException;
 import io.jverbs.ibverbs.device.DeviceTest;
 import io.jverbs.ibverbs.device.TestDevice;
 import org.junit.jupiter.api.Test;

@@ -1,14 +1,14 @@
 package io.jverbs.device;
 
 import io.jverbs.Access;
-import io.jverbs.Connection;
 import io.jverbs.Context;
-import io.jverbs.Handshake;
 import io.jverbs.IdleStrategy;
 import io.jverbs.ProtectionDomain;
 import io.jverbs.Rdma;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
+import io.jverbs.cm.Connection;
+import io.jverbs.cm.Handshake;
 import io.jverbs.ibverbs.device.DeviceTest;
 import io.jverbs.ibverbs.device.TestDevice;
 import org.junit.jupiter.api.Test;

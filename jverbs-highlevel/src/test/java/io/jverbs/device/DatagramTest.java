@@ -2,11 +2,11 @@ package io.jverbs.device;
 
 import io.jverbs.CompletionQueue;
 import io.jverbs.Context;
-import io.jverbs.DatagramQueuePair;
 import io.jverbs.ProtectionDomain;
 import io.jverbs.QueuePair;
 import io.jverbs.Rdma;
 import io.jverbs.RegisteredBuffer;
+import io.jverbs.datagram.DatagramQueuePair;
 import io.jverbs.ibverbs.device.DeviceTest;
 import io.jverbs.ibverbs.device.TestDevice;
 import org.junit.jupiter.api.Test;
@@ -95,20 +95,20 @@ class DatagramTest {
         assertTrue(device.ip() != null, "the rig sets JVERBS_TEST_IP");
         java.time.Duration timeout = java.time.Duration.ofSeconds(20);
         try (Side a = Side.open(device); Side b = Side.open(device);
-             io.jverbs.RdmaCm.Listener listener = io.jverbs.RdmaCm.listenDatagrams(device.ip(), 0)) {
-            DatagramQueuePair client = DatagramQueuePair.create(a.pd(), a.cq(), 8, io.jverbs.RdmaCm.UDP_QKEY, device.gidIndexEnv());
-            DatagramQueuePair server = DatagramQueuePair.create(b.pd(), b.cq(), 8, io.jverbs.RdmaCm.UDP_QKEY, device.gidIndexEnv());
+             io.jverbs.cm.RdmaCm.Listener listener = io.jverbs.cm.RdmaCm.listenDatagrams(device.ip(), 0)) {
+            DatagramQueuePair client = DatagramQueuePair.create(a.pd(), a.cq(), 8, io.jverbs.cm.RdmaCm.UDP_QKEY, device.gidIndexEnv());
+            DatagramQueuePair server = DatagramQueuePair.create(b.pd(), b.cq(), 8, io.jverbs.cm.RdmaCm.UDP_QKEY, device.gidIndexEnv());
             RegisteredBuffer cbuf = a.pd().allocate(4096);
             RegisteredBuffer sbuf = b.pd().allocate(4096);
             assertEquals(QueuePair.OK, server.receive(1, sbuf, 0, 1024));
             java.util.concurrent.CompletableFuture<java.net.InetSocketAddress> answered = java.util.concurrent.CompletableFuture.supplyAsync(
                     () -> listener.acceptDatagram(server, timeout));
-            DatagramQueuePair.Address peer = io.jverbs.RdmaCm.connectDatagram(client, device.ip(), listener.port(), timeout);
+            DatagramQueuePair.Address peer = io.jverbs.cm.RdmaCm.connectDatagram(client, device.ip(), listener.port(), timeout);
             java.net.InetSocketAddress requester = answered.get(20, java.util.concurrent.TimeUnit.SECONDS);
             assertEquals(device.ip(), requester.getAddress().getHostAddress(), "the listener learns who asked: " + requester);
             assertTrue(requester.getPort() > 0 && requester.getPort() != listener.port(), "the requester's own port: " + requester);
             assertEquals(server.number(), peer.qpn(), "the answer names the listener's queue pair");
-            assertEquals(io.jverbs.RdmaCm.UDP_QKEY, peer.qkey());
+            assertEquals(io.jverbs.cm.RdmaCm.UDP_QKEY, peer.qkey());
             assertArrayEquals(server.address().gid(), peer.gid(), "and the path to its GID");
 
             DatagramQueuePair.Destination toServer = client.destination(peer);
@@ -124,7 +124,7 @@ class DatagramTest {
                     seen[0] = wc.hasImmediate() ? wc.immediateData() : -1;
                     seen[1] = wc.sourceQueuePair();
                     seen[2] = wc.byteLength();
-                    reply[0] = server.replyTo(wc, sbuf, 0, io.jverbs.RdmaCm.UDP_QKEY);
+                    reply[0] = server.replyTo(wc, sbuf, 0, io.jverbs.cm.RdmaCm.UDP_QKEY);
                 }, 1);
             }
             assertTrue(reply[0] != null, "the ping arrived");
@@ -151,7 +151,7 @@ class DatagramTest {
             while (thrown[0] == null && System.nanoTime() < until) {
                 a.cq().poll(wc -> {
                     try {
-                        client.replyTo(wc, cbuf, 0, io.jverbs.RdmaCm.UDP_QKEY);
+                        client.replyTo(wc, cbuf, 0, io.jverbs.cm.RdmaCm.UDP_QKEY);
                     } catch (RuntimeException e) {
                         thrown[0] = e;
                     }
@@ -163,17 +163,17 @@ class DatagramTest {
             DatagramQueuePair wrongKey = DatagramQueuePair.create(a.pd(), a.cq(), 8, DatagramQueuePair.DEFAULT_QKEY,
                     device.gidIndexEnv());
             IllegalArgumentException qkey = assertThrows(IllegalArgumentException.class,
-                    () -> io.jverbs.RdmaCm.connectDatagram(wrongKey, device.ip(), listener.port(), timeout));
+                    () -> io.jverbs.cm.RdmaCm.connectDatagram(wrongKey, device.ip(), listener.port(), timeout));
             assertTrue(qkey.getMessage().contains("RdmaCm.UDP_QKEY"), qkey.getMessage());
             assertThrows(IllegalStateException.class, () -> listener.accept(null, timeout), "a datagram listener accepts no connections");
 
             int freePort;
-            try (io.jverbs.RdmaCm.Listener probe = io.jverbs.RdmaCm.listenDatagrams(device.ip(), 0)) {
+            try (io.jverbs.cm.RdmaCm.Listener probe = io.jverbs.cm.RdmaCm.listenDatagrams(device.ip(), 0)) {
                 freePort = probe.port();
             }
             long start = System.nanoTime();
-            io.jverbs.RdmaCmException nobody = assertThrows(io.jverbs.RdmaCmException.class,
-                    () -> io.jverbs.RdmaCm.connectDatagram(client, device.ip(), freePort, java.time.Duration.ofSeconds(10)));
+            io.jverbs.cm.RdmaCmException nobody = assertThrows(io.jverbs.cm.RdmaCmException.class,
+                    () -> io.jverbs.cm.RdmaCm.connectDatagram(client, device.ip(), freePort, java.time.Duration.ofSeconds(10)));
             long ms = (System.nanoTime() - start) / 1_000_000;
             System.out.println("rdma_cm datagram resolution, nobody listening, on " + device.name() + ": " + ms + " ms: "
                     + nobody.getMessage());
@@ -198,7 +198,7 @@ class DatagramTest {
             RegisteredBuffer out = a.pd().allocate(4096);
             RegisteredBuffer in = b.pd().allocate(16 * 256);
             DatagramQueuePair.Destination to = sender.destination(receiver.address());
-            io.jverbs.DatagramBatch batch = sender.newBatch(4);
+            io.jverbs.datagram.DatagramBatch batch = sender.newBatch(4);
             for (int round = 0; round < 3; round++) {
                 for (int i = 0; i < 4; i++) {
                     int k = round * 4 + i;
@@ -222,7 +222,7 @@ class DatagramTest {
             }
             assertThrows(IllegalStateException.class, () -> batch.send(60, to, out, 0, 8, true), "a full batch");
             DatagramQueuePair.Destination foreign = receiver.destination(sender.address());
-            io.jverbs.DatagramBatch small = sender.newBatch(2);
+            io.jverbs.datagram.DatagramBatch small = sender.newBatch(2);
             assertThrows(IllegalArgumentException.class, () -> small.send(1, foreign, out, 0, 8, true), "another QP's destination");
             assertThrows(IllegalArgumentException.class, () -> small.send(1, to, out, 0, 4000, true), "over the MTU");
             assertThrows(IllegalArgumentException.class, () -> receiver.post(small), "a batch of another queue pair");
@@ -272,7 +272,7 @@ class DatagramTest {
             to.close();
             assertEquals(1, sender.addressHandles(), "a second close is a no-op");
 
-            io.jverbs.DatagramBatch batch = sender.newBatch(2);
+            io.jverbs.datagram.DatagramBatch batch = sender.newBatch(2);
             batch.send(20, kept, out, 0, 8, false);
             kept.close(); // nothing outstanding: released at once
             assertEquals(0, sender.addressHandles());

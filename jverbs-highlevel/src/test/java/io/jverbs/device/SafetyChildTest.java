@@ -1,22 +1,22 @@
 package io.jverbs.device;
 
 import io.jverbs.Access;
-import io.jverbs.CmConnection;
 import io.jverbs.CompletionFailedException;
 import io.jverbs.CompletionQueue;
 import io.jverbs.Context;
-import io.jverbs.DatagramQueuePair;
-import io.jverbs.HalfOpenCmClient;
 import io.jverbs.IdleStrategy;
 import io.jverbs.Poller;
 import io.jverbs.ProtectionDomain;
 import io.jverbs.QueuePair;
 import io.jverbs.QueuePairConfig;
 import io.jverbs.Rdma;
-import io.jverbs.RdmaCm;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.WorkResult;
+import io.jverbs.cm.CmConnection;
+import io.jverbs.cm.HalfOpenCmClient;
+import io.jverbs.cm.RdmaCm;
+import io.jverbs.datagram.DatagramQueuePair;
 import io.jverbs.ibverbs.device.ChildJvm;
 import io.jverbs.ibverbs.device.DeviceTest;
 import io.jverbs.ibverbs.device.TestDevice;

@@ -4,9 +4,7 @@ import io.jverbs.Access;
 import io.jverbs.Completion;
 import io.jverbs.CompletionHandler;
 import io.jverbs.CompletionQueue;
-import io.jverbs.Connection;
 import io.jverbs.Context;
-import io.jverbs.Handshake;
 import io.jverbs.IdleStrategy;
 import io.jverbs.Poller;
 import io.jverbs.ProtectionDomain;
@@ -14,6 +12,8 @@ import io.jverbs.QueuePair;
 import io.jverbs.Rdma;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
+import io.jverbs.cm.Connection;
+import io.jverbs.cm.Handshake;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -1,6 +1,5 @@
 package io.jverbs.pair;
 
-import io.jverbs.CmConnection;
 import io.jverbs.CompletionQueue;
 import io.jverbs.Context;
 import io.jverbs.IdleStrategy;
@@ -9,11 +8,12 @@ import io.jverbs.ProtectionDomain;
 import io.jverbs.QueuePair;
 import io.jverbs.QueuePairConfig;
 import io.jverbs.Rdma;
-import io.jverbs.RdmaCm;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.WorkResult;
 import io.jverbs.Access;
+import io.jverbs.cm.CmConnection;
+import io.jverbs.cm.RdmaCm;
 import io.jverbs.ibverbs.device.PairControl;
 import io.jverbs.ibverbs.device.PairNode;
 import io.jverbs.ibverbs.device.PairTest;

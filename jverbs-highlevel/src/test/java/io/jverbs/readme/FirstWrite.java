@@ -1,6 +1,7 @@
 package io.jverbs.readme;
 
 import io.jverbs.*;
+import io.jverbs.cm.*;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

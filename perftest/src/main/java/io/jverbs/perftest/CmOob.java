@@ -1,14 +1,14 @@
 package io.jverbs.perftest;
 
-import io.jverbs.CmConnection;
+import io.jverbs.cm.CmConnection;
 import io.jverbs.Completion;
 import io.jverbs.CompletionHandler;
 import io.jverbs.CompletionQueue;
-import io.jverbs.DatagramQueuePair;
+import io.jverbs.datagram.DatagramQueuePair;
 import io.jverbs.QueuePair;
 import io.jverbs.QueuePairConfig;
-import io.jverbs.RdmaCm;
-import io.jverbs.RdmaCmException;
+import io.jverbs.cm.RdmaCm;
+import io.jverbs.cm.RdmaCmException;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.WcStatus;
 import io.jverbs.ibverbs.VerbsException;

@@ -1,11 +1,11 @@
 package io.jverbs.perftest;
 
-import io.jverbs.CmConnection;
+import io.jverbs.cm.CmConnection;
 import io.jverbs.CompletionHandler;
-import io.jverbs.DatagramQueuePair;
+import io.jverbs.datagram.DatagramQueuePair;
 import io.jverbs.QueuePair;
-import io.jverbs.RdmaCm;
-import io.jverbs.RdmaCmException;
+import io.jverbs.cm.RdmaCm;
+import io.jverbs.cm.RdmaCmException;
 import io.jverbs.ibverbs.VerbsException;
 import org.HdrHistogram.Histogram;
 

@@ -1,7 +1,7 @@
 package io.jverbs.perftest.device;
 
-import io.jverbs.RdmaCm;
-import io.jverbs.RdmaCmException;
+import io.jverbs.cm.RdmaCm;
+import io.jverbs.cm.RdmaCmException;
 import io.jverbs.ibverbs.device.DeviceTest;
 import io.jverbs.ibverbs.device.TestDevice;
 import io.jverbs.perftest.device.RdmaCmModeTest.FakePeer;

@@ -1,13 +1,13 @@
 package io.jverbs.perftest.device;
 
-import io.jverbs.CmConnection;
+import io.jverbs.cm.CmConnection;
 import io.jverbs.CompletionQueue;
 import io.jverbs.Context;
 import io.jverbs.ProtectionDomain;
 import io.jverbs.QueuePair;
 import io.jverbs.QueuePairConfig;
 import io.jverbs.Rdma;
-import io.jverbs.RdmaCm;
+import io.jverbs.cm.RdmaCm;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.ibverbs.device.DeviceTest;
 import io.jverbs.ibverbs.device.TestDevice;
@@ -515,13 +515,13 @@ class RdmaCmModeTest {
             peer.preambleAsClient();
             peer.send(new byte[56]);
             peer.receive();
-            io.jverbs.DatagramQueuePair ud = io.jverbs.DatagramQueuePair.create(peer.pd, peer.cq, 4, RdmaCm.UDP_QKEY,
+            io.jverbs.datagram.DatagramQueuePair ud = io.jverbs.datagram.DatagramQueuePair.create(peer.pd, peer.cq, 4, RdmaCm.UDP_QKEY,
                     device.gidIndexEnv());
-            io.jverbs.DatagramQueuePair.Address address = null;
+            io.jverbs.datagram.DatagramQueuePair.Address address = null;
             for (int attempt = 0; address == null && attempt < 100; attempt++) {
                 try {
                     address = RdmaCm.connectDatagram(ud, ip(device), port, Duration.ofSeconds(20));
-                } catch (io.jverbs.RdmaCmException e) {
+                } catch (io.jverbs.cm.RdmaCmException e) {
                     if (!e.isRefusal()) {
                         throw e;
                     }

@@ -1,5 +1,14 @@
-package io.jverbs;
+package io.jverbs.datagram;
 
+import io.jverbs.Completion;
+import io.jverbs.CompletionHandler;
+import io.jverbs.CompletionQueue;
+import io.jverbs.Context;
+import io.jverbs.Gid;
+import io.jverbs.ProtectionDomain;
+import io.jverbs.QueueEndpoint;
+import io.jverbs.QueuePair;
+import io.jverbs.RegisteredBuffer;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.VerbsException;
 import io.jverbs.ibverbs.raw.ibv_ah_attr;
@@ -13,6 +22,11 @@ import io.jverbs.ibverbs.raw.ibv_qp_init_attr;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
 import io.jverbs.ibverbs.raw.ibv_wc;
 import io.jverbs.ibverbs.raw.verbs_h;
+import io.jverbs.internal.CoreAccess;
+import io.jverbs.internal.DatagramAccess;
+import io.jverbs.internal.Secrets;
+import io.jverbs.internal.SendQueue;
+import io.jverbs.internal.WorkRequests;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -38,6 +52,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
     public static final int GRH_BYTES = 40;
     /** The default Q_Key. */
     public static final int DEFAULT_QKEY = 0x11111111;
+    private static final CoreAccess CORE = Secrets.core();
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
     private static final long SEND_WR = 0;
@@ -45,6 +60,25 @@ public final class DatagramQueuePair extends QueueEndpoint {
     private static final long RECV_WR = SEND_SGE + 16;
     private static final long RECV_SGE = RECV_WR + 32;
     private static final long BAD_WR = RECV_SGE + 16;
+
+    static {
+        Secrets.setDatagram(new DatagramAccess() {
+            @Override
+            public String deviceName(DatagramQueuePair qp) {
+                return qp.deviceName();
+            }
+
+            @Override
+            public int gidIndex(DatagramQueuePair qp) {
+                return qp.gidIndex();
+            }
+
+            @Override
+            public int portNumber(DatagramQueuePair qp) {
+                return qp.portNumber();
+            }
+        });
+    }
 
     /**
      * Where a datagram peer is: what {@link #destination} needs.
@@ -239,12 +273,12 @@ public final class DatagramQueuePair extends QueueEndpoint {
             throw new IllegalArgumentException("port must be 1 to 255, not " + portNum);
         }
         Context context = pd.context();
-        cq.requireServes(pd, 2 * depth, "datagram queue pair");
+        CORE.requireServes(cq, pd, 2 * depth, "datagram queue pair");
         Context.PortAttributes port = context.port(portNum);
         Gid gid = gidIndex >= 0 ? context.gid(portNum, gidIndex) : context.chooseGid(portNum);
         MemorySegment qp;
         synchronized (pd) {
-            pd.ensureOpen("create a queue pair");
+            CORE.ensureOpen(pd, "create a queue pair");
             try (Arena scratch = Arena.ofConfined()) {
                 MemorySegment attr = scratch.allocate(ibv_qp_init_attr.LAYOUT);
                 ibv_qp_init_attr.send_cq(attr, cq.handle());
@@ -255,7 +289,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
                 ibv_qp_cap.max_send_sge(cap, 1);
                 ibv_qp_cap.max_recv_sge(cap, 1);
                 ibv_qp_init_attr.qp_type(attr, verbs_h.IBV_QPT_UD);
-                qp = verbs_h.ibv_create_qp(pd.raw(), attr);
+                qp = verbs_h.ibv_create_qp(CORE.raw(pd), attr);
                 if (qp.address() == 0) {
                     throw VerbsException.of("ibv_create_qp", Native.lastErrno());
                 }
@@ -265,11 +299,11 @@ public final class DatagramQueuePair extends QueueEndpoint {
         try {
             pair = new DatagramQueuePair(pd, cq, qp, qkey, gid, port, depth);
             pair.toRts();
-            cq.attach(pair);
-            pair.adoptedByParent();
+            CORE.attach(cq, pair);
+            CORE.adoptedByParent(pair);
         } catch (RuntimeException e) {
             if (pair != null) {
-                cq.detach(pair);
+                CORE.detach(cq, pair);
             }
             verbs_h.ibv_destroy_qp(qp);
             throw e;
@@ -298,12 +332,12 @@ public final class DatagramQueuePair extends QueueEndpoint {
     }
 
     @Override
-    long nativeAddress() {
+    protected long nativeAddress() {
         return qpAddress;
     }
 
     @Override
-    String kindAndNumber() {
+    protected String kindAndNumber() {
         return "datagram queue pair " + number;
     }
 
@@ -322,13 +356,13 @@ public final class DatagramQueuePair extends QueueEndpoint {
     }
 
     @Override
-    int entriesOn(CompletionQueue queue) {
+    protected int entriesOn(CompletionQueue queue) {
         return queue == cq ? 2 * depth : 0;
     }
 
     /** The name of the device this queue pair is on. */
     String deviceName() {
-        return cq.contextName();
+        return CORE.contextName(cq);
     }
 
     /** The GID index its destinations send from. */
@@ -354,7 +388,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
      *         holds: close destinations no longer needed)
      */
     public synchronized Destination destination(Address peer) {
-        ensureOpen("make a destination");
+        CORE.ensureOpen(this, "make a destination");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(ibv_ah_attr.LAYOUT);
             ibv_ah_attr.port_num(attr, (byte) port.port());
@@ -401,18 +435,18 @@ public final class DatagramQueuePair extends QueueEndpoint {
      * @throws VerbsException when the library cannot make an address from the header, or the device refuses it
      */
     public synchronized Destination replyTo(Completion received, RegisteredBuffer local, long localOffset, int qkey) {
-        ensureOpen("make a destination");
+        CORE.ensureOpen(this, "make a destination");
         if (!received.isSuccess() || !received.isReceive() || received.qpNumber() != number) {
             throw new IllegalArgumentException("not a successful receive of datagram queue pair " + number + ": " + received);
         }
-        local.checkRange(localOffset, GRH_BYTES, "read the routing header");
+        CORE.checkRange(local, localOffset, GRH_BYTES, "read the routing header");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(ibv_ah_attr.LAYOUT);
             MemorySegment q = qp.reinterpret(ibv_qp.sizeof());
             // copies of the completion and the header: the library reads them with the CPU, and a
             // copy through the buffer's segment throws if another thread closed the buffer meanwhile
             MemorySegment wc = a.allocate(ibv_wc.LAYOUT).copyFrom(
-                    MemorySegment.ofAddress(received.currentAddress()).reinterpret(ibv_wc.sizeof()));
+                    MemorySegment.ofAddress(CORE.currentAddress(received)).reinterpret(ibv_wc.sizeof()));
             MemorySegment grh = a.allocate(GRH_BYTES, 8).copyFrom(local.segment().asSlice(localOffset, GRH_BYTES));
             int rc = verbs_h.ibv_init_ah_from_wc(ibv_qp.context(q), (byte) port.port(), wc, grh, attr);
             if (rc != 0) {
@@ -492,7 +526,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
             throw new IllegalArgumentException("the destination was made by another queue pair");
         }
         checkOpenDestination(to, what);
-        local.checkUse(pd, localOffset, length, false, what);
+        CORE.checkUse(local, pd, localOffset, length, false, what);
         if (length > port.activeMtuBytes()) {
             throw new IllegalArgumentException("a datagram carries at most the MTU (" + port.activeMtuBytes()
                     + " bytes), not " + length);
@@ -523,11 +557,11 @@ public final class DatagramQueuePair extends QueueEndpoint {
      * @throws IllegalStateException    when closed
      */
     public synchronized DatagramBatch newBatch(int capacity) {
-        ensureOpen("make a batch");
+        CORE.ensureOpen(this, "make a batch");
         if (capacity < 1 || capacity > depth) {
             throw new IllegalArgumentException("batch capacity 1.." + depth + ", not " + capacity);
         }
-        return new DatagramBatch(this, capacity, arena.allocate(PostList.listBytes(capacity), 64));
+        return new DatagramBatch(this, capacity, arena.allocate(CORE.listBytes(capacity), 64));
     }
 
     /**
@@ -555,12 +589,12 @@ public final class DatagramQueuePair extends QueueEndpoint {
             return QueuePair.SEND_QUEUE_FULL;
         }
         batch.checkDestinations(); // under this lock, as Destination.close: none is closed between here and the post
-        batch.signal(n - 1, true); // its completion retires the whole list's room
+        CORE.signal(batch, n - 1, true); // its completion retires the whole list's room
         scratch.set(LONG, BAD_WR, 0L); // a provider that fails without naming the request leaves it unknown, not stale
         int runBefore = sendQueue.run();
         long tailBefore = sendQueue.countingList(batch, n); // before the post: a completion may come at once
-        int rc = WorkRequests.post(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
-        int posted = rc == 0 ? n : batch.postedBefore(scratch.get(LONG, BAD_WR));
+        int rc = WorkRequests.post(postSendFn, qpAddress, CORE.firstAddress(batch), scratchAddress + BAD_WR);
+        int posted = rc == 0 ? n : CORE.postedBefore(batch, scratch.get(LONG, BAD_WR));
         if (rc != 0) {
             // the run left is > 0 only when the provider refused the list's signaled last send
             sendQueue.listRefused(batch, n, posted, tailBefore, runBefore);
@@ -590,7 +624,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
             throw new IllegalArgumentException("a datagram receive needs at least " + GRH_BYTES
                     + " bytes (the routing header comes first), not " + length);
         }
-        local.checkUse(pd, localOffset, length, true, "receive");
+        CORE.checkUse(local, pd, localOffset, length, true, "receive");
         if (recvOutstanding >= depth) {
             return QueuePair.RECEIVE_QUEUE_FULL;
         }
@@ -606,7 +640,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
     }
 
     private void check(String what, long wrId) {
-        ensureOpen(what);
+        CORE.ensureOpen(this, what);
         if (errorText != null) {
             throw new IllegalStateException("datagram queue pair " + number + " is in error (" + errorText + "): "
                     + what + " refused");
@@ -617,7 +651,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
     }
 
     @Override
-    synchronized boolean onCompletion(Completion c, CompletionQueue from) {
+    protected synchronized boolean onCompletion(Completion c, CompletionQueue from) {
         if (c.isSuccess()) {
             if (c.isReceive()) {
                 recvOutstanding--;
@@ -681,17 +715,17 @@ public final class DatagramQueuePair extends QueueEndpoint {
 
     @Override
     public synchronized MemorySegment handle() {
-        ensureOpen("use its handle");
+        CORE.ensureOpen(this, "use its handle");
         return qp;
     }
 
     @Override
-    void beforeClose() {
-        cq.detach(this);
+    protected void beforeDestroy() {
+        CORE.detach(cq, this);
     }
 
     @Override
-    void destroyNative() {
+    protected void destroyQueuePair() {
         int rc = verbs_h.ibv_destroy_qp(qp);
         for (Destination d : destinations) {
             verbs_h.ibv_destroy_ah(d.ah);

@@ -1,4 +1,4 @@
-package io.jverbs;
+package io.jverbs.internal;
 
 import io.jverbs.ibverbs.internal.NativeAccess;
 
@@ -12,9 +12,9 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /** Bounded waits on a file descriptor (a completion channel, an rdma_cm event channel) with {@code poll(2)}. */
-final class Fds {
+public final class Fds {
     /** {@code sizeof(struct pollfd)}. */
-    static final long POLLFD_BYTES = 8;
+    public static final long POLLFD_BYTES = 8;
     private static final MethodHandle POLL = NativeAccess.downcall(Linker.nativeLinker().defaultLookup(), "libc",
             "poll", FunctionDescriptor.of(JAVA_INT, ValueLayout.ADDRESS, JAVA_LONG, JAVA_INT), false);
 
@@ -29,7 +29,7 @@ final class Fds {
      * @param timeoutMs at most this long
      * @return true when readable
      */
-    static boolean readable(MemorySegment pollfd, int fd, int timeoutMs) {
+    public static boolean readable(MemorySegment pollfd, int fd, int timeoutMs) {
         pollfd.set(ValueLayout.JAVA_INT, 0, fd);
         pollfd.set(ValueLayout.JAVA_SHORT, 4, (short) 1); // POLLIN
         pollfd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
@@ -37,7 +37,7 @@ final class Fds {
         try {
             ready = (int) POLL.invokeExact(pollfd, 1L, timeoutMs);
         } catch (Throwable t) {
-            throw CompletionQueue.rethrow(t);
+            throw Secrets.core().rethrow(t);
         }
         return ready > 0 && (pollfd.get(ValueLayout.JAVA_SHORT, 6) & 1) != 0;
     }

@@ -1,4 +1,4 @@
-package io.jverbs;
+package io.jverbs.cm;
 
 /**
  * A connection through rdma_cm that could not be made or was lost: the message names the

@@ -1,5 +1,9 @@
-package io.jverbs;
+package io.jverbs.cm;
 
+import io.jverbs.Context;
+import io.jverbs.QueuePair;
+import io.jverbs.internal.CoreAccess;
+import io.jverbs.internal.Secrets;
 import io.jverbs.rdmacm.raw.rdma_cma_h;
 
 import java.lang.foreign.MemorySegment;
@@ -22,6 +26,7 @@ import java.util.concurrent.TimeUnit;
  * background reaper thread, never on the caller's. Thread-safe.
  */
 public final class CmConnection implements AutoCloseable {
+    private static final CoreAccess CORE = Secrets.core();
     private final QueuePair qp;
     private final MemorySegment id;
     private final RdmaCm.Channel channel;
@@ -48,7 +53,7 @@ public final class CmConnection implements AutoCloseable {
         this.local = RdmaCm.address(id, false);
         this.remote = RdmaCm.address(id, true);
         this.watcher = Thread.ofPlatform().name("jverbs-cm-" + qp.number()).daemon(true).start(this::watch);
-        qp.ownedBy(this);
+        CORE.ownedBy(qp, this::release);
     }
 
     private void watch() {
@@ -63,7 +68,7 @@ public final class CmConnection implements AutoCloseable {
                     || e.type() == rdma_cma_h.RDMA_CM_EVENT_DEVICE_REMOVAL)) {
                 peerGone = true;
                 try {
-                    qp.peerDisconnected("peer disconnected (rdma_cm " + RdmaCm.name(e.type()) + ")");
+                    CORE.peerDisconnected(qp, "peer disconnected (rdma_cm " + RdmaCm.name(e.type()) + ")");
                 } finally {
                     disconnected.countDown();
                 }

@@ -1,5 +1,7 @@
-package io.jverbs;
+package io.jverbs.cm;
 
+import io.jverbs.Access;
+import io.jverbs.RemoteBuffer;
 import org.junit.jupiter.api.Test;
 
 import java.util.EnumSet;

@@ -1,5 +1,8 @@
-package io.jverbs;
+package io.jverbs.internal;
 
+import io.jverbs.Context;
+import io.jverbs.QueuePairConfig;
+import io.jverbs.Resource;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.LockSupport;
@@ -20,7 +23,7 @@ import java.util.concurrent.locks.LockSupport;
  * take it ({@link WrongThreadException} otherwise), so a plain flag is enough to refuse a
  * re-entry and to tell the destroy that the owner is inside.
  */
-final class PostLock {
+public final class PostLock {
     private static final VarHandle OWNER;
 
     static {
@@ -47,7 +50,7 @@ final class PostLock {
      * @param guarded    the queue it guards, for messages
      * @param confinedTo the only thread that may take it, or null when any thread may
      */
-    PostLock(Resource guarded, Thread confinedTo) {
+    public PostLock(Resource guarded, Thread confinedTo) {
         this.guarded = guarded;
         this.confinedTo = confinedTo;
     }
@@ -57,7 +60,7 @@ final class PostLock {
      *
      * @return that thread, or null for a shared lock
      */
-    Thread confinedTo() {
+    public Thread confinedTo() {
         return confinedTo;
     }
 
@@ -68,7 +71,7 @@ final class PostLock {
      * @throws IllegalStateException when the calling thread holds it already
      * @throws WrongThreadException when the lock is confined to another thread
      */
-    void lock(String what) {
+    public void lock(String what) {
         if (confinedTo != null) {
             lockConfined(what);
             return;
@@ -81,7 +84,7 @@ final class PostLock {
 
     private void lockConfined(String what) {
         if (Thread.currentThread() != confinedTo) {
-            throw guarded.wrongThread(confinedTo, what);
+            throw Secrets.core().wrongThread(guarded, confinedTo, what);
         }
         if (confinedHeld) {
             throw reentered(what);
@@ -109,7 +112,7 @@ final class PostLock {
     }
 
     /** Gives the lock back; only its holder calls this. */
-    void unlock() {
+    public void unlock() {
         if (confinedTo != null) {
             confinedHeld = false;
         } else {
@@ -122,7 +125,7 @@ final class PostLock {
      *
      * @return true inside the holder's critical section
      */
-    boolean heldByCurrentThread() {
+    public boolean heldByCurrentThread() {
         if (confinedTo != null) {
             return confinedHeld && Thread.currentThread() == confinedTo;
         }

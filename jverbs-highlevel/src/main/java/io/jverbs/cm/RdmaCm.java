@@ -1,5 +1,7 @@
-package io.jverbs;
+package io.jverbs.cm;
 
+import io.jverbs.QueuePair;
+import io.jverbs.datagram.DatagramQueuePair;
 import io.jverbs.ibverbs.Errno;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.raw.ibv_ah_attr;
@@ -7,6 +9,10 @@ import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_global_route;
 import io.jverbs.ibverbs.raw.ibv_qp_attr;
 import io.jverbs.ibverbs.raw.verbs_h;
+import io.jverbs.internal.CoreAccess;
+import io.jverbs.internal.DatagramAccess;
+import io.jverbs.internal.Fds;
+import io.jverbs.internal.Secrets;
 import io.jverbs.rdmacm.raw.rdma_addr;
 import io.jverbs.rdmacm.raw.rdma_cm_event;
 import io.jverbs.rdmacm.raw.rdma_cm_id;
@@ -48,6 +54,8 @@ import java.util.function.Predicate;
  * every queue pair's Q_Key is {@link #UDP_QKEY}.
  */
 public final class RdmaCm {
+    private static final CoreAccess CORE = Secrets.core();
+    private static final DatagramAccess DATAGRAM = Secrets.datagram();
     private static final short AF_INET = 2;
     private static final short AF_INET6 = 10;
     /**
@@ -95,13 +103,13 @@ public final class RdmaCm {
      */
     public static CmConnection connect(QueuePair qp, String host, int port, Duration timeout, Handshake offer) {
         byte[] privateData = offer.encode(Handshake.MAX_CONNECT_BYTES, "a connection request");
-        qp.requirePrepared();
+        CORE.requirePrepared(qp);
         long deadline = System.nanoTime() + timeout.toNanos();
         Channel channel = Channel.create();
         MemorySegment id = MemorySegment.NULL;
         try (Arena arena = Arena.ofConfined()) {
             id = channel.createId();
-            resolveRoute(channel, id, arena, host, port, deadline, qp.config().sendQueue().contextName());
+            resolveRoute(channel, id, arena, host, port, deadline, CORE.contextName(qp.config().sendQueue()));
             moveTo(id, qp, verbs_h.IBV_QPS_INIT);
             MemorySegment param = connParam(arena, qp, privateData);
             check("rdma_connect", rdma_cma_h.rdma_connect(id, param));
@@ -109,10 +117,10 @@ public final class RdmaCm {
             moveTo(id, qp, verbs_h.IBV_QPS_RTR);
             moveTo(id, qp, verbs_h.IBV_QPS_RTS);
             check("rdma_establish", rdma_cma_h.rdma_establish(id));
-            qp.markConnected();
+            CORE.markConnected(qp);
             return new CmConnection(qp, id, channel, Handshake.decode(reply.privateData()));
         } catch (RuntimeException | Error e) {
-            qp.abandonConnect(); // the device may have moved it on: it must not answer the peer
+            CORE.abandonConnect(qp); // the device may have moved it on: it must not answer the peer
             reap(id, channel);
             throw e;
         }
@@ -144,7 +152,7 @@ public final class RdmaCm {
         MemorySegment id = MemorySegment.NULL;
         try (Arena arena = Arena.ofConfined()) {
             id = channel.createId(rdma_cma_h.RDMA_PS_UDP);
-            resolveRoute(channel, id, arena, host, port, deadline, qp.deviceName());
+            resolveRoute(channel, id, arena, host, port, deadline, DATAGRAM.deviceName(qp));
             MemorySegment param = arena.allocate(rdma_conn_param.LAYOUT);
             rdma_conn_param.qp_num(param, qp.number());
             check("rdma_connect", rdma_cma_h.rdma_connect(id, param));
@@ -152,17 +160,17 @@ public final class RdmaCm {
             MemorySegment ud = e.param();
             MemorySegment ah = rdma_ud_param.ah_attr(ud);
             int routePort = Byte.toUnsignedInt(ibv_ah_attr.port_num(ah));
-            if (routePort != qp.portNumber()) {
+            if (routePort != DATAGRAM.portNumber(qp)) {
                 throw new RdmaCmException("the route to " + host + " leaves through port " + routePort
-                        + ", but the datagram queue pair is on port " + qp.portNumber(), 0, Errno.EINVAL);
+                        + ", but the datagram queue pair is on port " + DATAGRAM.portNumber(qp), 0, Errno.EINVAL);
             }
             byte[] gid = new byte[16]; // no routing header (InfiniBand within the subnet): the LID alone
             if (ibv_ah_attr.is_global(ah) != 0) {
                 MemorySegment grh = ibv_ah_attr.grh(ah);
                 int routeGid = Byte.toUnsignedInt(ibv_global_route.sgid_index(grh));
-                if (routeGid != qp.gidIndex()) {
+                if (routeGid != DATAGRAM.gidIndex(qp)) {
                     throw new RdmaCmException("the route to " + host + " sends from GID index " + routeGid
-                            + ", but the datagram queue pair sends from GID index " + qp.gidIndex()
+                            + ", but the datagram queue pair sends from GID index " + DATAGRAM.gidIndex(qp)
                             + ": make it with GID index " + routeGid, 0, Errno.EINVAL);
                 }
                 gid = ibv_global_route.dgid(grh).toArray(ValueLayout.JAVA_BYTE);
@@ -337,7 +345,7 @@ public final class RdmaCm {
                 if (closed) {
                     throw new IllegalStateException("listener is closed");
                 }
-                qp.requirePrepared();
+                CORE.requirePrepared(qp);
                 return acceptLocked(qp, deadline, privateData, admit);
             } finally {
                 acceptLock.unlock();
@@ -355,14 +363,14 @@ public final class RdmaCm {
             boolean replied = false;
             try (Arena arena = Arena.ofConfined()) {
                 check("rdma_migrate_id", rdma_cma_h.rdma_migrate_id(child, own.channel));
-                requireSameDevice(child, qp.config().sendQueue().contextName());
+                requireSameDevice(child, CORE.contextName(qp.config().sendQueue()));
                 moveTo(child, qp, verbs_h.IBV_QPS_INIT);
                 moveTo(child, qp, verbs_h.IBV_QPS_RTR);
                 moveTo(child, qp, verbs_h.IBV_QPS_RTS);
                 check("rdma_accept", rdma_cma_h.rdma_accept(child, connParam(arena, qp, privateData)));
                 replied = true;
                 own.expect(rdma_cma_h.RDMA_CM_EVENT_ESTABLISHED, deadline, "the connecting peer");
-                qp.markConnected();
+                CORE.markConnected(qp);
                 return new CmConnection(qp, child, own, Handshake.decode(request.privateData()));
             } catch (RuntimeException | Error e) {
                 // The queue pair stops answering first (a peer that never completed the handshake
@@ -371,7 +379,7 @@ public final class RdmaCm {
                 // rdma_reject: the destroy cancels the reply's retransmissions and sends the
                 // reject itself, where rdma_reject would leave the reply retransmitting (and the
                 // id, with the process's exit, held by the kernel) until its retries run out.
-                qp.abandonConnect();
+                CORE.abandonConnect(qp);
                 if (!replied) {
                     rdma_cma_h.rdma_reject(child, MemorySegment.NULL, (byte) 0);
                 }
@@ -443,7 +451,7 @@ public final class RdmaCm {
             MemorySegment child = admitted(deadline, admit).id();
             InetSocketAddress requester = address(child, true);
             try (Arena arena = Arena.ofConfined()) {
-                requireSameDevice(child, qp.deviceName());
+                requireSameDevice(child, DATAGRAM.deviceName(qp));
                 MemorySegment param = arena.allocate(rdma_conn_param.LAYOUT);
                 rdma_conn_param.qp_num(param, qp.number());
                 check("rdma_accept", rdma_cma_h.rdma_accept(child, param));
@@ -595,7 +603,7 @@ public final class RdmaCm {
     }
 
     private static void requireUdpQkey(DatagramQueuePair qp) {
-        qp.ensureOpen("resolve a datagram peer through rdma_cm");
+        CORE.ensureOpen(qp, "resolve a datagram peer through rdma_cm");
         int qkey = qp.address().qkey();
         if (qkey != UDP_QKEY) {
             throw new IllegalArgumentException("rdma_cm's UDP port space gives datagram queue pairs the Q_Key 0x"
@@ -623,7 +631,7 @@ public final class RdmaCm {
             check("rdma_init_qp_attr", rdma_cma_h.rdma_init_qp_attr(id, attr, mask));
             int m = mask.get(ValueLayout.JAVA_INT, 0);
             if (state == verbs_h.IBV_QPS_INIT) {
-                ibv_qp_attr.qp_access_flags(attr, qp.connectAccessFlags());
+                ibv_qp_attr.qp_access_flags(attr, CORE.connectAccessFlags(qp));
                 m |= verbs_h.IBV_QP_ACCESS_FLAGS;
             } else if (state == verbs_h.IBV_QPS_RTR) {
                 // The kernel CM leaves min_rnr_timer 0, which encodes the longest RNR wait (655 ms):
@@ -635,7 +643,7 @@ public final class RdmaCm {
                 ibv_qp_attr.retry_cnt(attr, (byte) qp.config().retryCount());
                 ibv_qp_attr.rnr_retry(attr, (byte) qp.config().rnrRetry());
             }
-            qp.transition(attr, m);
+            CORE.transition(qp, attr, m);
         }
     }
 

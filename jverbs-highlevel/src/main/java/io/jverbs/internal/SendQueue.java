@@ -1,5 +1,8 @@
-package io.jverbs;
+package io.jverbs.internal;
 
+import io.jverbs.PostList;
+import io.jverbs.QueuePair;
+import io.jverbs.datagram.DatagramQueuePair;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
@@ -15,14 +18,15 @@ import java.lang.invoke.VarHandle;
  * (one at a time) owns {@link #done} and the ring's head. Each side publishes with a release
  * store and reads the other's with an acquire load, so neither needs a lock.
  */
-final class SendQueue {
+public final class SendQueue {
     /** The answer of {@link #room}: no room for one more request. */
-    static final int FULL = -1;
+    public static final int FULL = -1;
     /** The answer of {@link #room}: room, unsignaled. */
-    static final int UNSIGNALED = 0;
+    public static final int UNSIGNALED = 0;
     /** The answer of {@link #room}: room, signaled. */
-    static final int SIGNALED = 1;
+    public static final int SIGNALED = 1;
 
+    private static final CoreAccess CORE = Secrets.core();
     private static final VarHandle DONE;
     private static final VarHandle TAIL;
 
@@ -49,32 +53,53 @@ final class SendQueue {
     private long head;
     private long tail;
 
-    SendQueue(int depth) {
+    /**
+     * Makes the accounting of a send queue.
+     *
+     * @param depth the most requests outstanding at once
+     */
+    public SendQueue(int depth) {
         this.depth = depth;
         this.ring = new int[Integer.highestOneBit(Math.max(1, depth - 1)) << 1];
         this.mask = ring.length - 1;
     }
 
-    /** Requests posted and not yet retired (poster's view). */
-    int outstanding() {
+    /**
+     * Requests posted and not yet retired (poster's view).
+     *
+     * @return the outstanding requests
+     */
+    public int outstanding() {
         return (int) (posted - (long) DONE.getAcquire(this));
     }
 
-    /** Requests retired so far. */
-    long retired() {
+    /**
+     * Requests retired so far.
+     *
+     * @return the retired requests
+     */
+    public long retired() {
         return (long) DONE.getAcquire(this);
     }
 
-    /** Requests posted so far. */
-    long postedCount() {
+    /**
+     * Requests posted so far.
+     *
+     * @return the posted requests
+     */
+    public long postedCount() {
         return posted;
     }
 
     /**
      * Whether one more request fits ({@link #FULL} when not), and whether it is signaled: when
      * the caller wants it, when {@code signalEvery} is reached, or when it fills the queue.
+     *
+     * @param wanted      whether the caller asked for a completion
+     * @param signalEvery the longest run of unsignaled requests
+     * @return {@link #FULL}, {@link #UNSIGNALED} or {@link #SIGNALED}
      */
-    int room(boolean wanted, int signalEvery) {
+    public int room(boolean wanted, int signalEvery) {
         int outstanding = outstanding();
         if (outstanding >= depth) {
             return FULL;
@@ -85,44 +110,67 @@ final class SendQueue {
     /**
      * Counts one request about to be posted; a signaled one publishes its ring entry first (its
      * completion may be polled before the post returns).
+     *
+     * @param signal whether the request is signaled
      */
-    void counting(boolean signal) {
+    public void counting(boolean signal) {
         if (signal) {
             push(run + 1);
         }
         posted++;
     }
 
-    /** The request counted by {@link #counting} was posted. */
-    void posted(boolean signal) {
+    /**
+     * The request counted by {@link #counting} was posted.
+     *
+     * @param signal whether it is signaled
+     */
+    public void posted(boolean signal) {
         run = signal ? 0 : run + 1;
     }
 
-    /** The request counted by {@link #counting} was refused: nothing can have consumed its entry. */
-    void refused(boolean signal) {
+    /**
+     * The request counted by {@link #counting} was refused: nothing can have consumed its entry.
+     *
+     * @param signal whether it is signaled
+     */
+    public void refused(boolean signal) {
         posted--;
         if (signal) {
             TAIL.setRelease(this, tail - 1);
         }
     }
 
-    /** Whether {@code n} more requests fit. */
-    boolean fits(int n) {
+    /**
+     * Whether {@code n} more requests fit.
+     *
+     * @param n the requests
+     * @return true when they fit
+     */
+    public boolean fits(int n) {
         return outstanding() + n <= depth;
     }
 
-    /** The unsignaled run before the next request. */
-    int run() {
+    /**
+     * The unsignaled run before the next request.
+     *
+     * @return the unsignaled requests since the last signaled one
+     */
+    public int run() {
         return run;
     }
 
     /**
      * Counts a list of requests about to be posted: publishes the entries of its signaled ones
      * (the list's signal flags) and returns the ring's tail before them, for {@link #listRefused}.
+     *
+     * @param list the list, its signal flags set
+     * @param n    its requests
+     * @return the ring's tail before them
      */
-    long countingList(PostList list, int n) {
+    public long countingList(PostList list, int n) {
         long before = tail;
-        run = list.recordCovers(this, n, run);
+        run = CORE.recordCovers(list, this, n, run);
         posted += n;
         return before;
     }
@@ -130,21 +178,31 @@ final class SendQueue {
     /**
      * Of a list counted by {@link #countingList}, only the first {@code posted} requests reached
      * the device: takes back the rest.
+     *
+     * @param list        the list
+     * @param n           its requests
+     * @param postedCount those that reached the device
+     * @param tailBefore  what {@link #countingList} returned
+     * @param runBefore   {@link #run()} before {@link #countingList}
      */
-    void listRefused(PostList list, int n, int postedCount, long tailBefore, int runBefore) {
+    public void listRefused(PostList list, int n, int postedCount, long tailBefore, int runBefore) {
         posted -= n - postedCount;
         TAIL.setRelease(this, tailBefore);
-        run = list.recordCovers(this, postedCount, runBefore);
+        run = CORE.recordCovers(list, this, postedCount, runBefore);
     }
 
-    /** Publishes one ring entry: the next signaled completion retires {@code cover} requests. */
-    void push(int cover) {
+    /**
+     * Publishes one ring entry: the next signaled completion retires {@code cover} requests.
+     *
+     * @param cover the requests it retires
+     */
+    public void push(int cover) {
         ring[(int) tail & mask] = cover;
         TAIL.setRelease(this, tail + 1);
     }
 
     /** The poller's side: a successful send completion retires its entry's requests. */
-    void retireOne() {
+    public void retireOne() {
         if (head != (long) TAIL.getAcquire(this)) {
             int cover = ring[(int) head & mask];
             head++;

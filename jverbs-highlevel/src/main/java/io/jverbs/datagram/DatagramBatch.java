@@ -1,6 +1,11 @@
-package io.jverbs;
+package io.jverbs.datagram;
 
+import io.jverbs.PostList;
+import io.jverbs.RegisteredBuffer;
 import io.jverbs.ibverbs.raw.verbs_h;
+import io.jverbs.internal.CoreAccess;
+import io.jverbs.internal.Secrets;
+import io.jverbs.internal.WorkRequests;
 
 import java.lang.foreign.MemorySegment;
 
@@ -19,13 +24,19 @@ import java.lang.foreign.MemorySegment;
  * fill and post a batch from one thread.
  */
 public final class DatagramBatch extends PostList {
+    private static final CoreAccess CORE = Secrets.core();
     private final DatagramQueuePair qp;
+    /** The list's memory and its address (the superclass's, kept here for the adds). */
+    private final MemorySegment memory;
+    private final long base;
     /** Each request's destination, checked again when the batch is posted. */
     private final DatagramQueuePair.Destination[] to;
 
     DatagramBatch(DatagramQueuePair qp, int capacity, MemorySegment memory) {
         super(capacity, memory);
         this.qp = qp;
+        this.memory = memory;
+        this.base = memory.address();
         this.to = new DatagramQueuePair.Destination[capacity];
     }
 
@@ -46,14 +57,14 @@ public final class DatagramBatch extends PostList {
      */
     public DatagramBatch send(long wrId, DatagramQueuePair.Destination to, RegisteredBuffer local, long localOffset,
                               int length, boolean wantSignal) {
-        int i = nextIndex(wrId);
+        int i = CORE.nextIndex(this, wrId);
         qp.checkSend(to, local, localOffset, length, "batch");
-        long wr = wrOffset(i);
-        WorkRequests.send(memory, base, wr, sgeOffset(i), wrId, verbs_h.IBV_WR_SEND,
+        long wr = CORE.wrOffset(i);
+        WorkRequests.send(memory, base, wr, CORE.sgeOffset(this, i), wrId, verbs_h.IBV_WR_SEND,
                 wantSignal ? verbs_h.IBV_SEND_SIGNALED : 0, 0, local.address() + localOffset, length, local.lkey());
         DatagramQueuePair.address(memory, wr, to);
         this.to[i] = to;
-        added(i);
+        CORE.added(this, i);
         return this;
     }
 

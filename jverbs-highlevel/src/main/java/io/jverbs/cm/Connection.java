@@ -1,5 +1,14 @@
-package io.jverbs;
+package io.jverbs.cm;
 
+import io.jverbs.CompletionHandler;
+import io.jverbs.CompletionQueue;
+import io.jverbs.IdleStrategy;
+import io.jverbs.Poller;
+import io.jverbs.ProtectionDomain;
+import io.jverbs.QueuePair;
+import io.jverbs.QueuePairConfig;
+import io.jverbs.RegisteredBuffer;
+import io.jverbs.RemoteBuffer;
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.List;

@@ -1,5 +1,9 @@
-package io.jverbs;
+package io.jverbs.cm;
 
+import io.jverbs.RegisteredBuffer;
+import io.jverbs.RemoteBuffer;
+import io.jverbs.internal.CoreAccess;
+import io.jverbs.internal.Secrets;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -26,6 +30,7 @@ public final class Handshake {
     public static final int MAX_CONNECT_BYTES = 56;
     /** Bytes of private data the reply to a connection request carries. */
     public static final int MAX_ACCEPT_BYTES = 196;
+    private static final CoreAccess CORE = Secrets.core();
     private static final int HEADER = 4;
     private static final byte MARK = 0x4a; // 'J'
     private static final byte VERSION = 1;
@@ -115,7 +120,7 @@ public final class Handshake {
         ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.BIG_ENDIAN);
         b.put(MARK).put(VERSION).put((byte) buffers.size()).put((byte) data.length);
         for (RemoteBuffer r : buffers) {
-            r.write(b);
+            CORE.writeRemote(r, b);
         }
         b.put(data);
         return b.array();
@@ -138,7 +143,7 @@ public final class Handshake {
         List<RemoteBuffer> buffers = new ArrayList<>(n);
         try {
             for (int i = 0; i < n; i++) {
-                buffers.add(RemoteBuffer.read(b));
+                buffers.add(CORE.readRemote(b));
             }
         } catch (IllegalArgumentException notOurs) {
             return new Handshake(List.of(), privateData);
