@@ -1,6 +1,7 @@
 package io.jverbs;
 
 import io.jverbs.ibverbs.InlineVerbs;
+import io.jverbs.ibverbs.internal.DataPath;
 import io.jverbs.ibverbs.internal.NativeAccess;
 import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_context_ops;
@@ -120,9 +121,9 @@ public class HighLevelBench {
         mem = arena.allocate(1024, 64);
         base = mem.address();
         MemorySegment ctx = ibv_qp.context(world.qp().reinterpret(ibv_qp.sizeof())).reinterpret(ibv_context.sizeof());
-        postFn = WorkRequests.providerOp(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
+        postFn = DataPath.providerOp(ctx, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
         MemorySegment cctx = ibv_cq.context(world.cq().reinterpret(ibv_cq.sizeof())).reinterpret(ibv_context.sizeof());
-        pollFn = WorkRequests.providerOp(cctx, ibv_context_ops.poll_cq$OFFSET, "ibv_poll_cq");
+        pollFn = DataPath.providerOp(cctx, ibv_context_ops.poll_cq$OFFSET, "ibv_poll_cq");
         POLL_PIN.pin(pollFn); // the raw floor's poll bound as the high-level one is
     }
 

@@ -11,7 +11,6 @@ import io.jverbs.ibverbs.raw.ibv_cq;
 import io.jverbs.ibverbs.raw.verbs_h;
 import io.jverbs.internal.Fds;
 import io.jverbs.internal.PostLock;
-import io.jverbs.internal.WorkRequests;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -88,7 +87,7 @@ public final class CompletionQueue extends Resource {
         this.wcAddress = view.arrayAddress();
         // The provider's poll_cq, resolved once: a context's ops table never changes.
         MemorySegment ctx = ibv_cq.context(cq.reinterpret(ibv_cq.sizeof())).reinterpret(ibv_context.sizeof());
-        this.pollFn = WorkRequests.providerOp(ctx, ibv_context_ops.poll_cq$OFFSET, "ibv_poll_cq");
+        this.pollFn = DataPath.providerOp(ctx, ibv_context_ops.poll_cq$OFFSET, "ibv_poll_cq");
         // the provider's poll_cq as a constant address; here, not in a poll: pinning is a VM operation
         DataPath.pinPollCq(pollFn);
     }

@@ -290,7 +290,8 @@ public final class Context extends Resource {
                     ibv_device_attr.max_pd(a), ibv_device_attr.max_qp_rd_atom(a), ibv_device_attr.max_qp_init_rd_atom(a),
                     ibv_device_attr.atomic_cap(a) != verbs_h.IBV_ATOMIC_NONE, ibv_device_attr.max_srq(a),
                     ibv_device_attr.phys_port_cnt(a) & 0xff, ibv_device_attr.vendor_id(a),
-                    ibv_device_attr.vendor_part_id(a), ibv_device_attr.max_ah(a));
+                    ibv_device_attr.vendor_part_id(a), ibv_device_attr.max_ah(a), Math.max(0, ibv_device_attr.max_mw(a)),
+                    (ibv_device_attr.device_cap_flags(a) & verbs_h.IBV_DEVICE_MEM_WINDOW_TYPE_2B) != 0);
         }
     }
 
@@ -303,13 +304,14 @@ public final class Context extends Resource {
      */
     synchronized int typeTwoWindows() {
         if (typeTwoWindows < 0) {
-            ensureOpen("query the device");
-            try (Arena scratch = Arena.ofConfined()) {
-                MemorySegment a = scratch.allocate(ibv_device_attr.LAYOUT);
-                int rc = verbs_h.ibv_query_device(context, a);
-                typeTwoWindows = rc == 0 && (ibv_device_attr.device_cap_flags(a)
-                        & verbs_h.IBV_DEVICE_MEM_WINDOW_TYPE_2B) != 0 ? Math.max(0, ibv_device_attr.max_mw(a)) : 0;
+            int n;
+            try {
+                DeviceAttributes a = deviceAttributes();
+                n = a.typeTwoWindows() ? a.maxMw() : 0;
+            } catch (VerbsException e) {
+                n = 0; // a device that cannot be queried offers no windows to rely on
             }
+            typeTwoWindows = n;
         }
         return typeTwoWindows;
     }
@@ -482,11 +484,15 @@ public final class Context extends Resource {
      * @param vendorId        the IEEE OUI of the vendor ({@code 0x02c9} Mellanox/NVIDIA; rxe reports {@code 0xffffff})
      * @param vendorPartId    the vendor's part number (the PCI device id on NICs)
      * @param maxAh           address handles (each {@link DatagramQueuePair.Destination} holds one)
+     * @param maxMw           memory windows ({@code max_mw})
+     * @param typeTwoWindows  whether the device binds type-2 windows
+     *                        ({@code IBV_DEVICE_MEM_WINDOW_TYPE_2B}), which
+     *                        {@link QueuePair#openWindowAsync} needs
      */
     public record DeviceAttributes(String firmware, long maxMrSizeBytes, int maxQp, int maxQpWr, int maxSge, int maxCq,
                                    int maxCqe, int maxMr, int maxPd, int maxQpRdAtomic, int maxQpInitRdAtomic,
                                    boolean atomics, int maxSrq, int ports, int vendorId, int vendorPartId,
-                                   int maxAh) {
+                                   int maxAh, int maxMw, boolean typeTwoWindows) {
     }
 
     /**

@@ -330,7 +330,7 @@ public final class WorkRequests {
      * @return the entry point
      */
     public static MemorySegment postSendOp(MemorySegment context) {
-        MemorySegment fn = providerOp(context, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
+        MemorySegment fn = DataPath.providerOp(context, ibv_context_ops.post_send$OFFSET, "ibv_post_send");
         DataPath.pinPostSend(fn);
         return fn;
     }
@@ -342,20 +342,9 @@ public final class WorkRequests {
      * @return the entry point
      */
     public static MemorySegment postRecvOp(MemorySegment context) {
-        MemorySegment fn = providerOp(context, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
+        MemorySegment fn = DataPath.providerOp(context, ibv_context_ops.post_recv$OFFSET, "ibv_post_recv");
         DataPath.pinPostRecv(fn);
         return fn;
     }
 
-    /**
-     * A provider entry point from {@code context->ops}, resolved once per queue (the ops never change).
-     *
-     * @param context the {@code ibv_context}
-     * @param slot    the entry point's offset in {@code ibv_context_ops}
-     * @param verb    the verb's name, for messages
-     * @return the entry point
-     */
-    public static MemorySegment providerOp(MemorySegment context, long slot, String verb) {
-        return DataPath.providerOp(context, slot, verb);
-    }
 }
