@@ -167,7 +167,7 @@ final class PerftestCommand implements Callable<Integer> {
             if (postListNote) {
                 out().println("Post List requested - CQ moderation will be the size of the post list");
             }
-            return new Run(test, new Streams(out(), err())).execute();
+            return Run.of(test, new Streams(out(), err())).execute();
         } catch (PerftestException e) {
             err().println(name() + ": " + e.getMessage());
             err().flush();
