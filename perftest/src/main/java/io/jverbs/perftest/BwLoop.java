@@ -20,7 +20,7 @@ import io.jverbs.WorkBatch;
  * completion tells how many posts it covers.
  */
 final class BwLoop implements CompletionHandler {
-    private final PerftestCommand c;
+    private final TestSpec c;
     private final Session s;
     private final CompletionQueue cq;
     private final QueuePair[] qps;
@@ -34,6 +34,11 @@ final class BwLoop implements CompletionHandler {
     private final boolean sender;
     private final boolean receiver;
     private final int size;
+    /** The spec's values the measured loop reads, copied at construction. */
+    private final int tx;
+    private final int rx;
+    private final boolean cas;
+    private final boolean events;
     private final long target;
     private final long inc;
     private final long steps;
@@ -72,12 +77,12 @@ final class BwLoop implements CompletionHandler {
     int errQpn;
     boolean errReceive;
 
-    BwLoop(PerftestCommand c, Session s, int size, boolean sender, boolean receiver, boolean withTimestamps) {
-        this(c, s, size, sender, receiver, withTimestamps, c.duration(), c.itersResolved);
+    BwLoop(TestSpec c, Session s, int size, boolean sender, boolean receiver, boolean withTimestamps) {
+        this(c, s, size, sender, receiver, withTimestamps, c.duration(), c.iters());
     }
 
     /** A loop of a given length: the warm-up runs it on a loopback pair in iteration mode. */
-    BwLoop(PerftestCommand c, Session s, int size, boolean sender, boolean receiver, boolean withTimestamps,
+    BwLoop(TestSpec c, Session s, int size, boolean sender, boolean receiver, boolean withTimestamps,
            boolean timed, int iters) {
         this.c = c;
         this.s = s;
@@ -92,6 +97,10 @@ final class BwLoop implements CompletionHandler {
         this.sender = sender;
         this.receiver = receiver;
         this.size = size;
+        this.tx = c.tx();
+        this.rx = c.rx();
+        this.cas = c.cas();
+        this.events = c.events();
         this.timed = timed;
         this.target = timed ? Long.MAX_VALUE : iters;
         int cycle = (int) Math.min(Integer.MAX_VALUE, s.slot);
@@ -102,9 +111,9 @@ final class BwLoop implements CompletionHandler {
             inc = 0;
             steps = 1;
         }
-        this.cqMod = c.cqModResolved;
-        this.verb = c.verb;
-        this.postList = c.postList;
+        this.cqMod = c.cqMod();
+        this.verb = c.verb();
+        this.postList = c.postList();
         WorkBatch[] lists = null;
         DatagramBatch[] datagramLists = null;
         if (postList > 1 && sender) {
@@ -129,7 +138,7 @@ final class BwLoop implements CompletionHandler {
         int total = timed ? 0 : (int) Math.min(Integer.MAX_VALUE - 8, (long) iters * n);
         tposted = withTimestamps && !timed ? new long[total] : null;
         tcompleted = withTimestamps && !timed ? new long[total] : null;
-        bins = c.plot != null ? new long[120_000] : null;
+        bins = c.plot() != null ? new long[120_000] : null;
         deadline = new Deadline(c.completionNs());
         cq.poll(this, 1); // nothing is posted yet: links the polling path before the clock starts
     }
@@ -157,11 +166,11 @@ final class BwLoop implements CompletionHandler {
      * code C2 compiled from the warm-up's profile ({@code -XX:+PrintCompilation}: "BwLoop.repost
      * trap_bci=45 unstable_if", then BwLoop.run made not entrant) and went on interpreted, in a
      * receiver that must keep up with its sender (with 512 receives then, every such run lost
-     * datagrams; the depth C uses, {@link PerftestCommand#UC_MAX_RX}, was the other half of that fix).
+     * datagrams; the depth C uses, {@code UC_MAX_RX}, {@link SpecValidator}, was the other half of that fix).
      */
     private void repost(int q) {
         long off = s.targetOffset(q);
-        long count = Math.min(target - recvPosted[q], c.rx - (recvPosted[q] - recvDone[q]));
+        long count = Math.min(target - recvPosted[q], rx - (recvPosted[q] - recvDone[q]));
         for (long i = 0; i < count; i++) {
             int rc = uds != null ? uds[q].receive(q, buf, off, receiveLength) : qps[q].receive(q, buf, off, size);
             if (rc != QueuePair.OK) {
@@ -182,9 +191,9 @@ final class BwLoop implements CompletionHandler {
         long now = System.nanoTime();
         startNs = now;
         if (timed) {
-            windowStart = now + c.marginSec * 1_000_000_000L;
-            windowEnd = now + (c.durationSec - c.marginSec) * 1_000_000_000L;
-            endNs = now + c.durationSec * 1_000_000_000L;
+            windowStart = now + c.marginSec() * 1_000_000_000L;
+            windowEnd = now + (c.durationSec() - c.marginSec()) * 1_000_000_000L;
+            endNs = now + c.durationSec() * 1_000_000_000L;
         }
         deadline.progress(now);
         long goal = target == Long.MAX_VALUE ? Long.MAX_VALUE : target * n;
@@ -201,7 +210,7 @@ final class BwLoop implements CompletionHandler {
                     repost(q);
                 }
             }
-            if (got == 0 && !c.events && !deadline.emptyPollReadsClock()) {
+            if (got == 0 && !events && !deadline.emptyPollReadsClock()) {
                 continue;
             }
             now = System.nanoTime();
@@ -215,13 +224,13 @@ final class BwLoop implements CompletionHandler {
                     }
                     // --run_infinitely: report this interval, start the next
                     double secs = (now - windowStart) / 1e9;
-                    double factor = c.reportGbits ? 125_000_000.0 : 1 << 20;
+                    double factor = c.reportGbits() ? 125_000_000.0 : 1 << 20;
                     interval.accept(new BwResult(size, windowCount, 0, windowCount * (double) size / secs / factor,
                             windowCount / secs / 1e6));
                     windowCount = 0;
                     windowStart = now;
                     windowEnd = Long.MAX_VALUE;
-                    endNs = now + c.durationSec * 1_000_000_000L;
+                    endNs = now + c.durationSec() * 1_000_000_000L;
                 }
             } else if ((!sender || totalCompleted >= goal) && (!receiver || totalRecv >= goal)) {
                 return;
@@ -233,7 +242,7 @@ final class BwLoop implements CompletionHandler {
                             + (sender && receiver ? ", " : "") + (receiver ? totalRecv + " of " + goal + " messages received" : "")
                             + "; is the peer still there?");
                 }
-                if (c.events) {
+                if (events) {
                     cq.armEvents();
                     if (cq.poll(this, 16) == 0) {
                         cq.waitForEvent(100);
@@ -252,7 +261,7 @@ final class BwLoop implements CompletionHandler {
             QueuePair qp = uds == null ? qps[q] : null; // -c UD: the datagram queue pair sends (every send signaled)
             long src = s.sourceOffset(q);
             // C's condition (scnt - ccnt < tx_depth) before the clock: a full queue costs no clock read
-            while (posted[q] < target && posted[q] - completedSeq[q] < c.tx) {
+            while (posted[q] < target && posted[q] - completedSeq[q] < tx) {
                 long seq = posted[q] + 1;
                 long off = inc == 0 ? 0 : ((seq - 1) % steps) * inc;
                 boolean signaled = seq % cqMod == 0 || seq == target;
@@ -267,7 +276,7 @@ final class BwLoop implements CompletionHandler {
                         : verb == Verb.READ ? qp.read(wrId, buf, src + off, size, remote[q], off, signaled)
                         : verb == Verb.SEND ? (qp != null ? qp.send(wrId, buf, src + off, size, signaled)
                                                           : uds[q].send(wrId, dests[q], buf, src + off, size))
-                        : c.cas ? qp.compareAndSwap(wrId, buf, src + off, remote[q], off, 0, 0, signaled)
+                        : cas ? qp.compareAndSwap(wrId, buf, src + off, remote[q], off, 0, 0, signaled)
                         : qp.fetchAndAdd(wrId, buf, src + off, remote[q], off, 1, signaled);
                 if (rc != QueuePair.OK) {
                     break;
@@ -292,7 +301,7 @@ final class BwLoop implements CompletionHandler {
             long src = s.sourceOffset(q);
             while (posted[q] < target) {
                 int k = (int) Math.min(postList, target - posted[q]);
-                if (posted[q] - completedSeq[q] + k > c.tx) {
+                if (posted[q] - completedSeq[q] + k > tx) {
                     break;
                 }
                 long t = System.nanoTime();
@@ -313,7 +322,7 @@ final class BwLoop implements CompletionHandler {
                         batch.read(wrId, buf, src + off, size, remote[q], off, signaled);
                     } else if (verb == Verb.SEND) {
                         batch.send(wrId, buf, src + off, size, signaled);
-                    } else if (c.cas) {
+                    } else if (cas) {
                         batch.compareAndSwap(wrId, buf, src + off, remote[q], off, 0, 0, signaled);
                     } else {
                         batch.fetchAndAdd(wrId, buf, src + off, remote[q], off, 1, signaled);
@@ -400,20 +409,20 @@ final class BwLoop implements CompletionHandler {
      * rate; or of a receiver (first to last receive, no peak).
      */
     BwResult result(boolean asReceiver) {
-        double factor = c.reportGbits ? 125_000_000.0 : 1 << 20;
+        double factor = c.reportGbits() ? 125_000_000.0 : 1 << 20;
         if (timed) {
             double secs = (windowEnd - windowStart) / 1e9;
             return new BwResult(size, windowCount, 0, windowCount * (double) size / secs / factor, windowCount / secs / 1e6);
         }
-        long msgs = (long) c.itersResolved * n;
+        long msgs = (long) c.iters() * n;
         long span;
         if (asReceiver) {
             span = Math.max(1, lastRecvNs - firstRecvNs);
-            return new BwResult(size, c.itersResolved, 0, msgs * (double) size / (span / 1e9) / factor, msgs / (span / 1e9) / 1e6);
+            return new BwResult(size, c.iters(), 0, msgs * (double) size / (span / 1e9) / factor, msgs / (span / 1e9) / 1e6);
         }
         span = Math.max(1, lastCompletionNs - (tposted != null ? tposted[0] : startNs));
         double peak = 0;
-        if (!c.noPeak && tposted != null) {
+        if (!c.noPeak() && tposted != null) {
             int total = (int) msgs;
             // Only the signaled posts (every cq_mod-th and the last) have a completion time: the
             // others' entries stay 0 and must not count (starting from entry 0, unsignaled when
@@ -429,7 +438,7 @@ final class BwLoop implements CompletionHandler {
             }
             peak = best > 0 && best != Long.MAX_VALUE ? size / (best / 1e9) / factor : 0;
         }
-        return new BwResult(size, c.itersResolved, peak, msgs * (double) size / (span / 1e9) / factor, msgs / (span / 1e9) / 1e6);
+        return new BwResult(size, c.iters(), peak, msgs * (double) size / (span / 1e9) / factor, msgs / (span / 1e9) / 1e6);
     }
 
     private static int roundUp(int v, int m) {

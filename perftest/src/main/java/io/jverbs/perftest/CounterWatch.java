@@ -67,7 +67,7 @@ final class CounterWatch {
     }
 
     /** Reads the counters again, prints what moved, and adds it to the JSON report (when there is one). */
-    CounterDelta finish(PerftestCommand c, Outputs outputs) {
+    CounterDelta finish(java.io.PrintWriter out, Outputs outputs) {
         Map<String, Object> json = new LinkedHashMap<>();
         json.put("device", device);
         json.put("port", port);
@@ -103,8 +103,8 @@ final class CounterWatch {
                 json.put("unavailable", e.getMessage());
             }
         }
-        c.out().println(line);
-        c.out().flush();
+        out.println(line);
+        out.flush();
         if (outputs != null) {
             outputs.put("counter_deltas", json);
         }

@@ -25,7 +25,7 @@ final class LatLoop implements CompletionHandler {
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     /** The longest gap the histogram tracks: one hour in ns (larger gaps are clamped). */
     static final long HIST_MAX_NS = 3_600_000_000_000L;
-    private final PerftestCommand c;
+    private final TestSpec c;
     private final Session s;
     private final CompletionQueue cq;
     private final QueuePair qp;
@@ -38,6 +38,11 @@ final class LatLoop implements CompletionHandler {
     /** Write, Read or Send on {@link #qp}, filled once ({@link Session#latencyRequest}); null for atomics and UD. */
     private final io.jverbs.PreparedRequest request;
     private final int size;
+    /** The spec's values the measured loop reads, copied at construction. */
+    private final int rx;
+    private final boolean cas;
+    private final boolean events;
+    private final Verb verb;
     private final boolean server;
     private final boolean timed;
     private final int iters;
@@ -55,12 +60,12 @@ final class LatLoop implements CompletionHandler {
     int errVendor;
     int errQpn;
 
-    LatLoop(PerftestCommand c, Session s, int size, Histogram histogram) {
-        this(c, s, size, histogram, c.isServer(), c.duration(), c.itersResolved);
+    LatLoop(TestSpec c, Session s, int size, Histogram histogram) {
+        this(c, s, size, histogram, c.isServer(), c.duration(), c.iters());
     }
 
     /** A loop in a given role and length: the warm-up runs both sides of a loopback pair in iteration mode. */
-    LatLoop(PerftestCommand c, Session s, int size, Histogram histogram, boolean server, boolean timed, int iters) {
+    LatLoop(TestSpec c, Session s, int size, Histogram histogram, boolean server, boolean timed, int iters) {
         this.c = c;
         this.s = s;
         this.cq = s.cq;
@@ -72,6 +77,10 @@ final class LatLoop implements CompletionHandler {
         this.remote = s.remote[0];
         this.request = s.latencyRequest(size);
         this.size = size;
+        this.rx = c.rx();
+        this.cas = c.cas();
+        this.events = c.events();
+        this.verb = c.verb();
         this.server = server;
         this.timed = timed;
         this.iters = iters;
@@ -95,7 +104,7 @@ final class LatLoop implements CompletionHandler {
     /** Send latency: both sides post their first receives before the last sync. */
     void prepostReceives() {
         long goal = timed ? Long.MAX_VALUE : iters;
-        while (recvPosted < Math.min(goal, c.rx)) {
+        while (recvPosted < Math.min(goal, rx)) {
             if (receive() != QueuePair.OK) {
                 break;
             }
@@ -107,9 +116,9 @@ final class LatLoop implements CompletionHandler {
         long now = System.nanoTime();
         deadline.progress(now);
         if (timed) {
-            windowStart = now + c.marginSec * 1_000_000_000L;
-            windowEnd = now + (c.durationSec - c.marginSec) * 1_000_000_000L;
-            endNs = now + c.durationSec * 1_000_000_000L;
+            windowStart = now + c.marginSec() * 1_000_000_000L;
+            windowEnd = now + (c.durationSec() - c.marginSec()) * 1_000_000_000L;
+            endNs = now + c.durationSec() * 1_000_000_000L;
         }
     }
 
@@ -143,7 +152,7 @@ final class LatLoop implements CompletionHandler {
     }
 
     private void record(long postToPost) {
-        long gap = postToPost / c.verb.rttFactor();
+        long gap = postToPost / verb.rttFactor();
         histogram.recordValue(Math.min(Math.max(gap, 0), HIST_MAX_NS));
     }
 
@@ -235,7 +244,7 @@ final class LatLoop implements CompletionHandler {
                 if (!awaitReceives(rcnt)) {
                     break;
                 }
-                while (recvPosted < goal && recvPosted - recvDone < c.rx) {
+                while (recvPosted < goal && recvPosted - recvDone < rx) {
                     if (receive() != QueuePair.OK) {
                         break;
                     }
@@ -275,8 +284,8 @@ final class LatLoop implements CompletionHandler {
             }
             stamp(k, now);
             // no switch on the enum here: its switch-map class would load (and allocate) inside the loop
-            int rc = c.verb == Verb.READ ? qp.post(request, k + 1, true)
-                    : c.cas ? qp.compareAndSwap(k + 1, buf, s.sourceOffset(0), remote, 0, 0, 0, true)
+            int rc = verb == Verb.READ ? qp.post(request, k + 1, true)
+                    : cas ? qp.compareAndSwap(k + 1, buf, s.sourceOffset(0), remote, 0, 0, 0, true)
                     : qp.fetchAndAdd(k + 1, buf, s.sourceOffset(0), remote, 0, 1, true);
             post(rc);
             if (!awaitSends(k + 1)) {
@@ -320,7 +329,7 @@ final class LatLoop implements CompletionHandler {
             deadline.progressed();
             return true;
         }
-        if (!c.events && !deadline.emptyPollReadsClock()) {
+        if (!events && !deadline.emptyPollReadsClock()) {
             return true;
         }
         long now = System.nanoTime();
@@ -331,7 +340,7 @@ final class LatLoop implements CompletionHandler {
             throw new PerftestException("no completion for " + Oob.seconds(deadline.limitNs() / 1_000_000)
                     + " (--completion_timeout) after " + sendDone + " sends and " + recvDone + " receives: is the peer still there?");
         }
-        if (c.events) {
+        if (events) {
             cq.armEvents();
             if (cq.poll(this, 16) == 0) {
                 cq.waitForEvent(100);

@@ -29,11 +29,11 @@ final class Outputs {
     private final Map<String, Object> root = new LinkedHashMap<>();
     private final List<Map<String, Object>> results = new ArrayList<>();
 
-    Outputs(PerftestCommand c, Session s, int mtuEnum) {
+    Outputs(TestSpec c, Session s, int mtuEnum) {
         Map<String, Object> info = new LinkedHashMap<>();
         root.put("test_info", info);
-        String title = c.verb == Verb.ATOMIC ? "Atomic_" + (c.cas ? "CMP_AND_SWAP" : "FETCH_AND_ADD") : c.verb.title;
-        info.put("test", title + (c.kind == Kind.BW ? "_BW_Test" : "_Latency_Test"));
+        String title = c.verb() == Verb.ATOMIC ? "Atomic_" + (c.cas() ? "CMP_AND_SWAP" : "FETCH_AND_ADD") : c.verb().title;
+        info.put("test", title + (c.kind() == Kind.BW ? "_BW_Test" : "_Latency_Test"));
         info.put("implementation", "jverbs-perftest");
         info.put("role", c.isServer() ? "server" : "client");
         // C's test_info keys, with what jverbs does (see the header box in Report)
@@ -41,16 +41,16 @@ final class Outputs {
         info.put("Device", s.context.name());
         info.put("Number_of_qps", s.count());
         info.put("Transport_type", "IB");
-        info.put("Connection_type", c.connection);
+        info.put("Connection_type", c.connection());
         info.put("Using_SRQ", "OFF");
         info.put("PCIe_relax_order", "OFF");
         info.put("ibv_wr_API", "OFF");
-        info.put("TX_depth", c.tx);
-        if (c.verb == Verb.SEND) {
-            info.put("RX_depth", c.rx);
+        info.put("TX_depth", c.tx());
+        if (c.verb() == Verb.SEND) {
+            info.put("RX_depth", c.rx());
         }
-        if (c.kind == Kind.BW) {
-            info.put("CQ_Moderation", c.cqModResolved);
+        if (c.kind() == Kind.BW) {
+            info.put("CQ_Moderation", c.cqMod());
         }
         info.put("Mtu", 128 << mtuEnum);
         info.put("Link_type", s.port.isEthernet() ? "Ethernet" : "IB");
@@ -59,16 +59,16 @@ final class Outputs {
         }
         info.put("Max_inline_data", s.maxInline);
         info.put("Outstand_reads", s.outReads);
-        info.put("rdma_cm_QPs", c.rdmaCm ? "ON" : "OFF");
-        info.put("Data_ex_method", c.rdmaCm ? "rdma_cm" : "Ethernet");
-        info.put("bidirectional", c.bidirectional);
-        info.put("duration_s", c.durationSec);
+        info.put("rdma_cm_QPs", c.rdmaCm() ? "ON" : "OFF");
+        info.put("Data_ex_method", c.rdmaCm() ? "rdma_cm" : "Ethernet");
+        info.put("bidirectional", c.bidirectional());
+        info.put("duration_s", c.durationSec());
         info.put("units", units(c));
     }
 
     /** The unit of the results: C's table heads ({@code BW average[MB/sec]}, {@code t_avg[usec]}). */
-    static String units(PerftestCommand c) {
-        return c.kind == Kind.LAT ? "usec" : c.reportGbits ? "Gb/sec" : "MB/sec";
+    static String units(TestSpec c) {
+        return c.kind() == Kind.LAT ? "usec" : c.reportGbits() ? "Gb/sec" : "MB/sec";
     }
 
     void bw(BwLoop.BwResult r) {

@@ -10,12 +10,18 @@ import java.util.Locale;
 /** The C perftest's printed output: header box, address lines, tables; plus jverbs' HdrHistogram lines. */
 final class Report {
     static final String LINE = "-".repeat(87);
-    private final PerftestCommand c;
+    private final TestSpec c;
     private final PrintWriter out;
 
-    Report(PerftestCommand c) {
+    /**
+     * A report of one test.
+     *
+     * @param c the test
+     * @param out where it prints (stdout)
+     */
+    Report(TestSpec c, PrintWriter out) {
         this.c = c;
-        this.out = c.out();
+        this.out = out;
     }
 
     private void p(String format, Object... args) {
@@ -32,43 +38,43 @@ final class Report {
 
     void header(Session s, int mtuEnum) {
         out.println(LINE);
-        String title = c.verb == Verb.ATOMIC ? "Atomic " + (c.cas ? "CMP_AND_SWAP" : "FETCH_AND_ADD") : c.verb.title;
+        String title = c.verb() == Verb.ATOMIC ? "Atomic " + (c.cas() ? "CMP_AND_SWAP" : "FETCH_AND_ADD") : c.verb().title;
         // as C's title: "Bidirectional " and "Post List " before "BW " where they apply
-        String kind = c.kind == Kind.BW ? (c.bidirectional ? "Bidirectional " : "") + (c.postList > 1 ? "Post List " : "")
+        String kind = c.kind() == Kind.BW ? (c.bidirectional() ? "Bidirectional " : "") + (c.postList() > 1 ? "Post List " : "")
                 + "BW " : "Latency ";
         out.println("                    " + title + " " + kind + "Test");
-        if (c.events) {
+        if (c.events()) {
             out.println(" Test with events. Using " + s.context.name() + "_comp0"); // C's completion vector (EQ) 0
         }
         p(" Dual-port       : %s\t\tDevice         : %s\n", "OFF", s.context.name());
         p(" Number of qps   : %d\t\tTransport type : %s\n", s.count(), "IB");
-        p(" Connection type : %s\t\tUsing SRQ      : %s\n", c.connection, "OFF");
+        p(" Connection type : %s\t\tUsing SRQ      : %s\n", c.connection(), "OFF");
         p(" PCIe relax order: %s\n", "OFF");
         p(" ibv_wr* API     : %s\n", "OFF");
-        if (!c.isServer() || c.bidirectional) {
-            p(" TX depth        : %d\n", c.tx);
+        if (!c.isServer() || c.bidirectional()) {
+            p(" TX depth        : %d\n", c.tx());
         }
-        if (c.postList > 1) {
-            p(" Post List       : %d\n", c.postList);
+        if (c.postList() > 1) {
+            p(" Post List       : %d\n", c.postList());
         }
-        if (c.verb == Verb.SEND && (c.isServer() || c.bidirectional)) { // as C: not on a send_lat client
-            p(" RX depth        : %d\n", c.rx);
+        if (c.verb() == Verb.SEND && (c.isServer() || c.bidirectional())) { // as C: not on a send_lat client
+            p(" RX depth        : %d\n", c.rx());
         }
-        if (c.kind == Kind.BW) {
-            p(" CQ Moderation   : %d\n", c.cqModResolved);
+        if (c.kind() == Kind.BW) {
+            p(" CQ Moderation   : %d\n", c.cqMod());
         }
         p(" Mtu             : %d[B]\n", 128 << mtuEnum);
         p(" Link type       : %s\n", s.port.isEthernet() ? "Ethernet" : "IB");
         if (s.gid != null) {
             p(" GID index       : %d\n", s.gid.index());
         }
-        if (c.verb != Verb.READ && c.verb != Verb.ATOMIC) {
+        if (c.verb() != Verb.READ && c.verb() != Verb.ATOMIC) {
             p(" Max inline data : %d[B]\n", s.maxInline);
         } else {
             p(" Outstand reads  : %d\n", s.outReads);
         }
-        p(" rdma_cm QPs\t : %s\n", c.rdmaCm ? "ON" : "OFF");
-        p(" Data ex. method : %s\n", c.rdmaCm ? "rdma_cm" : "Ethernet");
+        p(" rdma_cm QPs\t : %s\n", c.rdmaCm() ? "ON" : "OFF");
+        p(" Data ex. method : %s\n", c.rdmaCm() ? "rdma_cm" : "Ethernet");
         out.println(LINE);
         out.flush();
     }
@@ -86,10 +92,10 @@ final class Report {
         StringBuilder b = new StringBuilder(" " + who + " address: LID " + alt(r.lid(), 4) + " QPN " + alt(r.qpn(), 6)
                 + " PSN " + alt(r.psn(), 6));
         // -R: C prints these lines with its control channel's verb (SEND): no OUT, RKey, VAddr
-        if (c.verb == Verb.READ && !c.rdmaCm) {
+        if (c.verb() == Verb.READ && !c.rdmaCm()) {
             b.append(" OUT ").append(alt(r.outReads(), 4));
         }
-        if ((c.verb == Verb.WRITE || c.verb == Verb.READ) && !c.rdmaCm) {
+        if ((c.verb() == Verb.WRITE || c.verb() == Verb.READ) && !c.rdmaCm()) {
             b.append(" RKey ").append(alt(r.rkey(), 8)).append(" VAddr ").append(alt(r.vaddr(), 16));
         }
         out.println(b);
@@ -113,14 +119,14 @@ final class Report {
     }
 
     void bwHead() {
-        out.println(c.reportGbits
+        out.println(c.reportGbits()
                 ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
                 : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]");
         out.flush();
     }
 
     void bwRow(BwLoop.BwResult r) {
-        if (c.reportGbits && r.avg() < 0.1) {
+        if (c.reportGbits() && r.avg() < 0.1) {
             p(" %-7d    %d           %-7.6f            %-7.6f            %-7.6f\n", r.size(), r.iters(), r.peak(), r.avg(),
                     r.msgRate());
         } else {
@@ -139,19 +145,19 @@ final class Report {
     }
 
     void latRow(LatStats st) {
-        if (c.unsorted) {
+        if (c.unsorted()) {
             out.println("#, usec");
             for (int i = 0; i < st.unsorted().length; i++) {
                 out.println((i + 1) + ", " + g(st.unsorted()[i]));
             }
         }
-        if (c.histogram) {
+        if (c.histogram()) {
             out.println("#, usec");
             for (int i = 0; i < st.sorted().length; i++) {
                 out.println((i + 1) + ", " + g(st.sorted()[i]));
             }
         }
-        if (c.unsorted || c.histogram) {
+        if (c.unsorted() || c.histogram()) {
             out.println(LINE);
             latHead();
         }

@@ -7,7 +7,6 @@ import io.jverbs.QueuePair;
 import io.jverbs.cm.RdmaCm;
 import io.jverbs.cm.RdmaCmException;
 import io.jverbs.ibverbs.VerbsException;
-import org.HdrHistogram.Histogram;
 
 import java.time.Duration;
 import java.util.concurrent.locks.LockSupport;
@@ -17,9 +16,11 @@ import java.lang.management.ManagementFactory;
 /**
  * One test run from connection to close, in the order C perftest 4.5 follows for that test
  * (PERFTEST-WIRE.md §1.4): preamble, queue-pair records, connection, the syncs around the run,
- * the bandwidth report exchange and the close.
+ * the bandwidth report exchange and the close. What both kinds share is here: the handshake, the
+ * preamble, the allocation, the counters, the outputs and the close; {@link BwRun} and
+ * {@link LatRun} run the records, syncs and loops of their kind ({@link #body}).
  */
-final class Run {
+abstract sealed class Run permits BwRun, LatRun {
     /**
      * The comparison harness's probe around each measured loop (compare-perftest's harness, in
      * the test sources): called with
@@ -37,35 +38,62 @@ final class Run {
      * timeout (4 s) must not be reached.
      */
     private static final long WARMUP_STOP_MS = 1_500;
-    private final PerftestCommand c;
-    private final Report report;
-    private Oob oob;
-    private Session s;
-    private Outputs outputs;
+    /** The test; replaced once by its fitted copy when the MTU is agreed ({@link TestSpec#fitDatagramSize}). */
+    TestSpec c;
+    private final Streams streams;
+    final Report report;
+    Oob oob;
+    Session s;
+    Outputs outputs;
     private int mtu;
     private int cycle;
     private long allocated = -1;
     private Warmup.Outcome warmup;
-    private String thresholdMiss;
+    String thresholdMiss;
     private CounterWatch counters;
 
-    Run(PerftestCommand c) {
+    /**
+     * A run of one test.
+     *
+     * @param c the test
+     * @param streams where it prints
+     */
+    Run(TestSpec c, Streams streams) {
         this.c = c;
-        this.report = new Report(c);
+        this.streams = streams;
+        this.report = new Report(c, streams.out());
     }
 
+    /**
+     * The run of a test's kind.
+     *
+     * @param c the test
+     * @param streams where it prints
+     * @return a {@link BwRun} for a bandwidth test, a {@link LatRun} for a latency test
+     */
+    static Run of(TestSpec c, Streams streams) {
+        return c.kind() == Kind.BW ? new BwRun(c, streams) : new LatRun(c, streams);
+    }
+
+    /**
+     * The test's own part, once the queue pairs are made, the preamble is exchanged and the
+     * buffer is allocated: the records, the syncs, the measured loops, the report and the
+     * closing exchange, in C's order for this kind; a missed threshold goes into {@link #thresholdMiss}.
+     */
+    abstract void body();
+
     int execute() {
-        s = new Session(c);
+        s = new Session(c, streams);
         Warmup.WhileWaiting early = null;
         try {
             if (c.isServer()) {
                 // listens at once, as C's server does, and warms up while it waits; the client's
                 // handshake goes on once the warm-up has stopped (within a round of its loop)
-                early = c.noWarmup ? null : new Warmup.WhileWaiting(c, s);
+                early = c.noWarmup() ? null : new Warmup.WhileWaiting(c, s, streams.out());
                 report.waiting();
                 try {
-                    oob = c.rdmaCm ? CmOob.serve(s, c.tcpPort, c.connectMs(), c.handshakeMs())
-                                   : TcpOob.serve(c.tcpPort, c.connectMs(), c.handshakeMs());
+                    oob = c.rdmaCm() ? CmOob.serve(s, c.tcpPort(), c.connectMs(), c.handshakeMs())
+                                   : TcpOob.serve(c.tcpPort(), c.connectMs(), c.handshakeMs());
                 } finally {
                     if (early != null) {
                         warmup = early.stop(WARMUP_STOP_MS);
@@ -73,27 +101,23 @@ final class Run {
                 }
             } else {
                 // before the server is contacted: it waits for its client without limit
-                warmup = c.noWarmup ? null : Warmup.run(c, s);
-                oob = c.rdmaCm ? CmOob.connect(s, c.host, c.tcpPort, c.connectMs(), c.handshakeMs())
-                               : TcpOob.connect(c.host, c.tcpPort, c.connectMs(), c.handshakeMs());
+                warmup = c.noWarmup() ? null : Warmup.run(c, s);
+                oob = c.rdmaCm() ? CmOob.connect(s, c.host(), c.tcpPort(), c.connectMs(), c.handshakeMs())
+                               : TcpOob.connect(c.host(), c.tcpPort(), c.connectMs(), c.handshakeMs());
             }
             try {
                 // The counters' window opens here, with the peer connected: a client warms up before
                 // it contacts the server and a server's warm-up has stopped, so its loopback traffic
                 // (tens of thousands of packets, on a port both sides share on one node) stays out
                 // of the deltas.
-                counters = CounterWatch.start(s.context.name(), c.ibPort);
+                counters = CounterWatch.start(s.context.name(), c.ibPort());
                 preamble();
-                s.allocate(cycle);
-                if (c.rdmaCm) {
+                s.allocate(cycle, c.size());
+                if (c.rdmaCm()) {
                     connectWithRdmaCm();
                 }
                 outputs = new Outputs(c, s, mtu);
-                if (c.kind == Kind.BW) {
-                    bandwidth();
-                } else {
-                    latency();
-                }
+                body();
             } finally {
                 try {
                     for (CmConnection d : data) {
@@ -109,20 +133,20 @@ final class Run {
             }
             s.close();
         }
-        counters.finish(c, outputs);
-        if (c.outJson) {
+        counters.finish(streams.out(), outputs);
+        if (c.outJson()) {
             if (allocated >= 0) {
                 outputs.allocation(allocated);
             }
-            outputs.write(c.outJsonFile);
+            outputs.write(c.outJsonFile());
         }
-        if (c.allocReport && !c.noWarmup && (early == null || !early.reported())) {
-            c.out().println(warmup == null ? " Warm-up: the loopback queue pairs could not be made (none ran)"
+        if (c.allocReport() && !c.noWarmup() && (early == null || !early.reported())) {
+            streams.out().println(warmup == null ? " Warm-up: the loopback queue pairs could not be made (none ran)"
                     : warmup.summary());
         }
-        if (c.allocReport && allocated >= 0) {
-            c.out().println(" Allocated in the measured loop: " + allocated + " bytes");
-            c.out().flush();
+        if (c.allocReport() && allocated >= 0) {
+            streams.out().println(" Allocated in the measured loop: " + allocated + " bytes");
+            streams.out().flush();
         }
         if (thresholdMiss != null) {
             throw new PerftestException(thresholdMiss);
@@ -145,9 +169,10 @@ final class Run {
         int mine = s.mtuEnum();
         int theirs = oob.exchangeMtu(mine);
         mtu = theirs == 0 ? mine : Math.min(mine, theirs);
-        String note = c.fitDatagramSize(128 << mtu);
-        if (note != null) {
-            c.out().println(note);
+        TestSpec.DatagramFit fit = c.fitDatagramSize(128 << mtu);
+        c = fit.spec();
+        if (fit.note() != null) {
+            streams.out().println(fit.note());
         }
     }
 
@@ -155,7 +180,8 @@ final class Run {
 
     private boolean accepted;
 
-    private void records(String what) {
+    /** Exchanges every queue pair's record with the peer's ({@code what} names the wait in errors). */
+    void records(String what) {
         QpRecord[] theirs = new QpRecord[s.count()];
         for (int i = 0; i < theirs.length; i++) {
             theirs[i] = oob.exchangeRecord(s.mine[i], what + " (QP " + i + ")");
@@ -163,11 +189,13 @@ final class Run {
         acceptOnce(theirs);
     }
 
-    private void sync(String what) {
+    /** A sync: one record exchange within the handshake timeout. */
+    void sync(String what) {
         sync(what, c.handshakeMs());
     }
 
-    private void sync(String what, long waitMs) {
+    /** A sync within {@code waitMs} (0: no limit). */
+    void sync(String what, long waitMs) {
         QpRecord r = oob.exchangeRecord(s.mine[0], what, waitMs);
         if (!accepted) {
             acceptOnce(new QpRecord[] {r});
@@ -180,8 +208,8 @@ final class Run {
      * after the last move of any counter of this side's port: a client that stopped mid-run ends
      * the server within that bound (10 s by default), not 600 s.
      */
-    private void awaitClientsEndOfRun() {
-        java.util.function.LongSupplier activity = counters != null && !c.rdmaCm ? counters.activity() : null;
+    void awaitClientsEndOfRun() {
+        java.util.function.LongSupplier activity = counters != null && !c.rdmaCm() ? counters.activity() : null;
         oob.watch(activity, Math.max(1, c.completionNs() / 1_000_000));
         try {
             sync("the client's end of run", c.runMs());
@@ -192,13 +220,14 @@ final class Run {
 
     private void acceptOnce(QpRecord[] theirs) {
         if (!accepted || theirs.length == s.count()) {
-            s.accept(theirs, c.size, cycle, !c.rdmaCm);
+            s.accept(theirs, c.size(), cycle, !c.rdmaCm());
             accepted = theirs.length == s.count();
         }
     }
 
-    private void connect() {
-        if (!c.rdmaCm) {
+    /** Connects the queue pairs to the peer's records, unless rdma_cm connected them already ({@code -R}). */
+    void connect() {
+        if (!c.rdmaCm()) {
             s.connect(mtu); // -R: rdma_cm connected the queue pairs already
         }
     }
@@ -220,7 +249,7 @@ final class Run {
             return;
         }
         if (c.isServer()) {
-            try (RdmaCm.Listener listener = CmOob.listen(c.tcpPort)) {
+            try (RdmaCm.Listener listener = CmOob.listen(c.tcpPort())) {
                 oob.exchangeRecord(empty, "the sync before the rdma_cm connections");
                 for (int i = 0; i < s.count(); i++) {
                     try {
@@ -233,7 +262,7 @@ final class Run {
         } else {
             oob.exchangeRecord(empty, "the sync before the rdma_cm connections");
             for (int i = 0; i < s.count(); i++) {
-                data.add(CmOob.connectRetrying(s.qps[i], c.host, c.tcpPort, c.handshakeMs(),
+                data.add(CmOob.connectRetrying(s.qps[i], c.host(), c.tcpPort(), c.handshakeMs(),
                         "the rdma_cm connection of QP " + i, "--handshake_timeout"));
             }
         }
@@ -250,8 +279,8 @@ final class Run {
             if (DataPeerCheck.admits(control, requester)) {
                 return true;
             }
-            c.err().println(c.name() + ": " + DataPeerCheck.refusal(what, control, requester));
-            c.err().flush();
+            streams.err().println(c.name() + ": " + DataPeerCheck.refusal(what, control, requester));
+            streams.err().flush();
             return false;
         };
     }
@@ -277,10 +306,10 @@ final class Run {
      * bound (C's waits have none).
      */
     private void resolveDatagramsWithRdmaCm(QpRecord empty) {
-        boolean firstDatagram = c.kind == Kind.LAT || c.bidirectional;
+        boolean firstDatagram = c.kind() == Kind.LAT || c.bidirectional();
         s.destinations = new DatagramQueuePair.Destination[s.count()];
         if (c.isServer()) {
-            try (RdmaCm.Listener listener = CmOob.listen(c.tcpPort, true)) {
+            try (RdmaCm.Listener listener = CmOob.listen(c.tcpPort(), true)) {
                 oob.exchangeRecord(empty, "the sync before the rdma_cm connections");
                 for (int i = 0; i < s.count(); i++) {
                     DatagramQueuePair qp = s.datagrams[i];
@@ -305,7 +334,7 @@ final class Run {
         oob.exchangeRecord(empty, "the sync before the rdma_cm connections");
         for (int i = 0; i < s.count(); i++) {
             DatagramQueuePair qp = s.datagrams[i];
-            DatagramQueuePair.Address server = CmOob.resolveRetrying(qp, c.host, c.tcpPort, c.handshakeMs(),
+            DatagramQueuePair.Address server = CmOob.resolveRetrying(qp, c.host(), c.tcpPort(), c.handshakeMs(),
                     "the rdma_cm resolution of datagram QP " + i, "--handshake_timeout");
             try {
                 s.destinations[i] = qp.destination(server);
@@ -362,131 +391,12 @@ final class Run {
         return reply[0];
     }
 
-    private void printHeader() {
+    /** Prints C's header box and the address lines. */
+    void printHeader() {
         report.header(s, mtu);
         report.addresses(s);
     }
 
-    // ---- bandwidth ----
-
-    private void bandwidth() {
-        s.records();
-        boolean send = c.verb == Verb.SEND;
-        records("the QP records");
-        connect();
-        if (send) {
-            sync("the sync after connecting");
-            records("the QP records after connecting");
-            printHeader();
-            report.bwHead();
-        } else {
-            records("the QP records after connecting");
-            // Printed before the last sync: a passive side's printing (and the JIT's compiling of
-            // it) would otherwise overlap the peer's measured loop.
-            printHeader();
-            report.bwHead();
-            sync("the sync after RTR");
-        }
-        boolean sender = !c.isServer() || c.bidirectional;
-        boolean receiver = send && (c.isServer() || c.bidirectional);
-        if (c.runInfinitely) {
-            infinitely(sender, receiver);
-            return;
-        }
-        BwLoop.BwResult last = null;
-        BwLoop lastLoop = null;
-        for (int size : c.sizes) {
-            if (!sender && !receiver) {
-                // A passive side sets up nothing while the peer measures; no settling of the JIT
-                // either, whose JMX calls would take CPU from the peer's loop.
-                continue;
-            }
-            settleJit(send || c.bidirectional);
-            BwLoop loop = new BwLoop(c, s, size, sender, receiver, sender && !c.noPeak);
-            if (send) {
-                if (receiver) {
-                    loop.prepostReceives();
-                }
-                sync("the sync before the run");
-            } else if (c.bidirectional) {
-                sync("the sync before the run");
-            }
-            measure(loop::run);
-            if (c.bidirectional && c.sizes.length > 1 && !send) {
-                sync("the sync after the run");
-            }
-            BwLoop.BwResult mineResult = loop.result(!sender);
-            if (c.bidirectional) {
-                if (send && c.duration()) {
-                    report.bwRow(mineResult);
-                    outputs.bw(mineResult);
-                } else {
-                    BwLoop.BwResult sum = mineResult.plus(exchangeReport(mineResult));
-                    report.bwRow(sum);
-                    outputs.bw(sum);
-                    last = sum;
-                }
-            } else {
-                report.bwRow(mineResult);
-                outputs.bw(mineResult);
-                last = mineResult;
-            }
-            if (send && c.sizes.length > 1) {
-                sync("the sync after the run");
-            }
-            lastLoop = loop;
-        }
-        if (!send && !c.bidirectional) {
-            if (c.isServer()) {
-                // The client runs meanwhile: this wait lasts as long as its run.
-                awaitClientsEndOfRun();
-                BwLoop.BwResult theirs = exchangeReport(new BwLoop.BwResult(0, 0, 0, 0, 0));
-                report.bwRow(theirs);
-                outputs.bw(theirs);
-                last = theirs;
-            } else {
-                sync("the end-of-run sync");
-                exchangeReport(last);
-            }
-        }
-        report.line();
-        sync("the closing sync");
-        oob.finish(true);
-        if (c.plot != null && lastLoop != null && (sender || receiver)) {
-            Outputs.plotBandwidth(c.plot, c.name() + " " + last.size() + " B, jverbs " + (c.isServer() ? "server" : "client"),
-                    lastLoop.binRates(), last.avg(), c.cReference);
-        }
-        if (c.minBw != null && last != null) {
-            double avgMb = c.reportGbits ? last.avg() * 125_000_000.0 / (1 << 20) : last.avg();
-            if (avgMb < c.minBw) {
-                thresholdMiss = String.format(java.util.Locale.ROOT, "bandwidth %.2f MB/sec is below -w/--limit_bw %.2f", avgMb,
-                        c.minBw);
-            }
-        }
-        if (c.minMsgRate != null && last != null && last.msgRate() < c.minMsgRate) {
-            thresholdMiss = String.format(java.util.Locale.ROOT, "message rate %.6f Mpps is below -y/--limit_msgrate %.6f",
-                    last.msgRate(), c.minMsgRate);
-        }
-    }
-
-    private void infinitely(boolean sender, boolean receiver) {
-        boolean send = c.verb == Verb.SEND;
-        BwLoop loop = new BwLoop(c, s, c.size, sender, receiver, false);
-        loop.onInterval(r -> report.bwRow(r));
-        if (send) {
-            if (receiver) {
-                loop.prepostReceives();
-            }
-            sync("the sync before the run");
-        } else if (c.bidirectional) {
-            sync("the sync before the run");
-        }
-        if (sender || receiver) {
-            loop.run();
-        } else {
-            sync("the client's run (infinite)", 0);
-        }
-    }
 
     /**
      * Before each measured loop (unless {@code --no_warmup}): waits, at most
@@ -502,8 +412,8 @@ final class Run {
      *
      * @param syncFollows whether the peer waits for this side in a sync before the loop
      */
-    private void settleJit(boolean syncFollows) {
-        if (!c.noWarmup) {
+    void settleJit(boolean syncFollows) {
+        if (!c.noWarmup()) {
             long bound = Warmup.SETTLE_BEFORE_RUN_NS;
             if (syncFollows) {
                 bound = Math.min(bound, c.handshakeMs() * 1_000_000L / 2);
@@ -517,7 +427,7 @@ final class Run {
      * to {@link #allocated}. The caller makes {@code loop} before this runs, so its own allocation
      * is not counted.
      */
-    private void measure(Runnable loop) {
+    void measure(Runnable loop) {
         probe(true);
         long before = THREADS.getCurrentThreadAllocatedBytes();
         loop.run();
@@ -530,102 +440,6 @@ final class Run {
         java.util.function.Consumer<Boolean> p = measuredLoopProbe;
         if (p != null) {
             p.accept(starting);
-        }
-    }
-
-    private BwLoop.BwResult exchangeReport(BwLoop.BwResult mine) {
-        long size = oob.exchangeLong(mine.size(), "the report's size");
-        long iters = oob.exchangeLong(mine.iters(), "the report's iterations");
-        double peak = oob.exchangeDouble(mine.peak(), "the report's peak bandwidth");
-        double avg = oob.exchangeDouble(mine.avg(), "the report's average bandwidth");
-        double rate = oob.exchangeDouble(mine.msgRate(), "the report's message rate");
-        return new BwLoop.BwResult(size, iters, peak, avg, rate);
-    }
-
-    // ---- latency ----
-
-    private void latency() {
-        s.records();
-        boolean send = c.verb == Verb.SEND;
-        if (send) {
-            records("the QP records");
-            connect();
-            sync("the sync after connecting");
-            records("the QP records after connecting");
-        } else {
-            sync("the first sync");
-            records("the QP records");
-            connect();
-            records("the QP records after connecting");
-            printHeader(); // before the last sync, as in bandwidth()
-            sync("the sync after RTR");
-        }
-        boolean passiveServer = c.isServer() && (c.verb == Verb.READ || c.verb == Verb.ATOMIC);
-        if (send) {
-            printHeader();
-        }
-        if (passiveServer) {
-            // The client reads from (or runs atomics on) this side's memory meanwhile.
-            awaitClientsEndOfRun();
-            oob.finish(true);
-            return;
-        }
-        report.latHead();
-        Histogram last = null;
-        LatStats lastStats = null;
-        java.util.List<String> hdrLines = new java.util.ArrayList<>();
-        java.util.Map<Long, Histogram> curves = new java.util.LinkedHashMap<>();
-        long startMs = System.currentTimeMillis();
-        for (int size : c.sizes) {
-            settleJit(send);
-            Histogram h = new Histogram(LatLoop.HIST_MAX_NS, 3);
-            LatLoop loop = new LatLoop(c, s, size, h);
-            if (send) {
-                loop.prepostReceives();
-                sync("the sync before the run");
-            }
-            if (c.verb == Verb.WRITE) {
-                loop.prelink();
-            }
-            // an if-chain, not a switch on the enum (a switch-map class would load on its first run)
-            measure(c.verb == Verb.WRITE ? loop::runWrite : c.verb == Verb.SEND ? loop::runSend : loop::runReadOrAtomic);
-            loop.recordHistogram();
-            if (c.duration()) {
-                double window = (loop.windowEnd - loop.windowStart) / 1e3;
-                long n = loop.windowCount;
-                double avg = n == 0 ? 0 : window / n / c.verb.rttFactor();
-                double tps = n / (window / 1e6);
-                report.latDurationRow(size, n, avg, tps);
-                outputs.latDuration(size, n, avg, tps, h);
-            } else {
-                lastStats = LatStats.of(size, loop.tposted, c.verb.rttFactor());
-                report.latRow(lastStats);
-                outputs.lat(lastStats, h);
-            }
-            hdrLines.add(Report.hdr(size, h, !c.duration()));
-            if (c.plot != null) {
-                curves.put((long) size, h);
-            }
-            last = h;
-        }
-        report.line();
-        report.lines(hdrLines); // after the table, which stays as C prints it
-        if (c.verb == Verb.WRITE) {
-            oob.finish(false); // write_lat ends without a closing exchange
-        } else {
-            sync("the closing sync");
-            oob.finish(true);
-        }
-        if (c.hdrLog != null && last != null) {
-            Outputs.hdrLog(c.hdrLog, last, startMs);
-        }
-        if (c.plot != null && last != null) {
-            Outputs.plotLatency(c.plot, c.name() + (c.sizes.length > 1 ? " -a" : " " + c.sizes[0] + " B") + ", jverbs "
-                    + (c.isServer() ? "server" : "client"), curves, c.cReference);
-        }
-        if (c.maxLatP99 != null && lastStats != null && lastStats.p99() > c.maxLatP99) {
-            thresholdMiss = String.format(java.util.Locale.ROOT, "99%% latency %.2f usec is above --max-lat-p99 %.2f",
-                    lastStats.p99(), c.maxLatP99);
         }
     }
 }

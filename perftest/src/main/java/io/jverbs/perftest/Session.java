@@ -40,12 +40,12 @@ final class Session implements AutoCloseable {
     final DatagramQueuePair[] datagrams;
     /** {@code -c UD}: each datagram queue pair's address handle to its peer, once the records are in. */
     DatagramQueuePair.Destination[] destinations;
-    private final PerftestCommand c;
+    private final TestSpec c;
     RegisteredBuffer buffer;
     MemorySegment memory;
     long slot;
     final int outReads;
-    /** The inline size asked of the queue pairs: {@code -I}, or C's default for this device ({@link PerftestCommand#defaultInline}). */
+    /** The inline size asked of the queue pairs: {@code -I}, or C's default for this device ({@link TestSpec#defaultInline}). */
     final int inline;
     final int maxInline;
     QpRecord[] mine;
@@ -54,10 +54,16 @@ final class Session implements AutoCloseable {
     /** A warm-up twin ({@link #loopbackPair}): close releases only its own queue pair, CQ and buffer. */
     private final boolean twin;
 
-    Session(PerftestCommand c) {
+    /**
+     * Opens the device and makes the queue pairs the test asks for.
+     *
+     * @param c the test
+     * @param streams where C's notes on the device go (null: nowhere)
+     */
+    Session(TestSpec c, Streams streams) {
         this.c = c;
         this.twin = false;
-        String name = c.device;
+        String name = c.device();
         if (name == null) {
             Rdma.DeviceList list = Rdma.devices();
             if (!list.any()) {
@@ -73,15 +79,15 @@ final class Session implements AutoCloseable {
             throw new PerftestException("Couldn't open " + name + ": " + e.getMessage(), e);
         }
         try {
-            port = context.port(c.ibPort);
+            port = context.port(c.ibPort());
             if (!port.isActive()) {
-                throw new PerftestException("port " + c.ibPort + " of " + name + " is not ACTIVE");
+                throw new PerftestException("port " + c.ibPort() + " of " + name + " is not ACTIVE");
             }
-            useGid = port.isEthernet() || c.gidIndex != null;
+            useGid = port.isEthernet() || c.gidIndex() != null;
             if (useGid) {
-                gid = c.gidIndex != null ? context.gid(c.ibPort, c.gidIndex) : context.chooseGid(c.ibPort);
+                gid = c.gidIndex() != null ? context.gid(c.ibPort(), c.gidIndex()) : context.chooseGid(c.ibPort());
                 if (gid.isEmpty()) {
-                    throw new PerftestException("GID index " + gid.index() + " of " + name + " port " + c.ibPort
+                    throw new PerftestException("GID index " + gid.index() + " of " + name + " port " + c.ibPort()
                             + " is empty: choose another -x (ibv_devinfo -v lists the table)");
                 }
             } else {
@@ -89,27 +95,28 @@ final class Session implements AutoCloseable {
             }
             Context.DeviceAttributes attributes = context.deviceAttributes();
             inline = c.defaultInline(attributes.vendorId());
-            if (c.spec != null && c.inlineNote(attributes.vendorId())) {
-                c.out().println(Report.LINE); // as C: a dashed line on stdout, the note on stderr
-                c.out().flush();
-                c.err().println("Device not recognized to implement inline feature. Disabling it");
-                c.err().flush();
+            if (streams != null && c.inlineNote(attributes.vendorId())) {
+                streams.out().println(Report.LINE); // as C: a dashed line on stdout, the note on stderr
+                streams.out().flush();
+                streams.err().println("Device not recognized to implement inline feature. Disabling it");
+                streams.err().flush();
             }
             int deviceRdAtom = attributes.maxQpRdAtomic();
-            outReads = c.verb == Verb.READ || c.verb == Verb.ATOMIC ? outstandingReads(c, deviceRdAtom) : 1;
+            outReads = c.verb() == Verb.READ || c.verb() == Verb.ATOMIC
+                    ? outstandingReads(c, streams != null ? streams.err() : null, deviceRdAtom) : 1;
             pd = context.allocateProtectionDomain();
-            cq = completionQueue(c.qps, true);
+            cq = completionQueue(c.qps(), true);
             if (c.ud()) {
                 qps = new QueuePair[0];
-                datagrams = new DatagramQueuePair[c.qps];
-                for (int i = 0; i < c.qps; i++) {
+                datagrams = new DatagramQueuePair[c.qps()];
+                for (int i = 0; i < c.qps(); i++) {
                     datagrams[i] = createDatagram();
                 }
                 maxInline = 0;
             } else {
                 datagrams = null;
-                qps = new QueuePair[c.qps];
-                for (int i = 0; i < c.qps; i++) {
+                qps = new QueuePair[c.qps()];
+                for (int i = 0; i < c.qps(); i++) {
                     qps[i] = pd.createQueuePair(queuePairConfig());
                 }
                 maxInline = qps[0].maxInlineData();
@@ -134,8 +141,8 @@ final class Session implements AutoCloseable {
     private CompletionQueue completionQueue(int queuePairs, boolean confined) {
         // what each queue pair can have outstanding on it: its send and receive depths (a datagram
         // queue pair has the larger of the two for both)
-        int perQp = c.ud() ? 2 * Math.max(c.tx, c.rx) : c.tx + (c.verb == Verb.SEND ? c.rx : 1);
-        return c.events ? context.createCompletionQueueWithEvents(perQp * queuePairs)
+        int perQp = c.ud() ? 2 * Math.max(c.tx(), c.rx()) : c.tx() + (c.verb() == Verb.SEND ? c.rx() : 1);
+        return c.events() ? context.createCompletionQueueWithEvents(perQp * queuePairs)
                 : confined && !c.ud() ? context.createConfinedCompletionQueue(perQp * queuePairs)
                 : context.createCompletionQueue(perQp * queuePairs);
     }
@@ -146,17 +153,17 @@ final class Session implements AutoCloseable {
      * every queue pair (C's rdma_create_qp there; a C peer sends with it).
      */
     private DatagramQueuePair createDatagram() {
-        return DatagramQueuePair.create(pd, cq, Math.max(c.tx, c.rx), qkey(), c.ibPort, gid != null ? gid.index() : -1);
+        return DatagramQueuePair.create(pd, cq, Math.max(c.tx(), c.rx()), qkey(), c.ibPort(), gid != null ? gid.index() : -1);
     }
 
     /** The Q_Key of this side's datagram queue pairs, and of the peer's. */
     int qkey() {
-        return c.rdmaCm ? RdmaCm.UDP_QKEY : DatagramQueuePair.DEFAULT_QKEY;
+        return c.rdmaCm() ? RdmaCm.UDP_QKEY : DatagramQueuePair.DEFAULT_QKEY;
     }
 
     /** This side's MTU (the enum, 1 = 256 B … 5 = 4096 B): {@code -m}, or the port's active MTU. */
     int mtuEnum() {
-        return c.mtuEnum != 0 ? c.mtuEnum : port.activeMtu();
+        return c.mtuEnum() != 0 ? c.mtuEnum() : port.activeMtu();
     }
 
     /** How many queue pairs (connected or datagram) this side runs: {@code -q}. */
@@ -172,9 +179,9 @@ final class Session implements AutoCloseable {
     /** A data queue pair's configuration on {@link #cq}, from the command line (depths, inline, port, GID, moderation). */
     private QueuePairConfig queuePairConfig() {
         // C perftest's retry 7 / RNR retry 7 and RNR timer 12, so a Java side behaves as a C side would
-        return new QueuePairConfig(cq, cq, c.tx, c.verb == Verb.SEND ? c.rx : 1, inline, c.ibPort,
-                gid != null ? gid.index() : -1, c.cqModResolved, c.qpTimeout, 7, 7, outReads, cq.isConfined(),
-                c.connection.equals("UC") ? QueuePairConfig.Transport.UC : QueuePairConfig.Transport.RC, 12, null,
+        return new QueuePairConfig(cq, cq, c.tx(), c.verb() == Verb.SEND ? c.rx() : 1, inline, c.ibPort(),
+                gid != null ? gid.index() : -1, c.cqMod(), c.qpTimeout(), 7, 7, outReads, cq.isConfined(),
+                c.connection().equals("UC") ? QueuePairConfig.Transport.UC : QueuePairConfig.Transport.RC, 12, null,
                 QueuePairConfig.DEFAULT_OPERATION_TIMEOUT);
     }
 
@@ -252,19 +259,24 @@ final class Session implements AutoCloseable {
         }
     }
 
-    /** Allocates and registers the buffer once the cycle buffer is agreed (the larger page size of the two sides). */
-    void allocate(int cycleBuffer) {
+    /**
+     * Allocates and registers the buffer once the cycle buffer is agreed (the larger page size of the two sides).
+     *
+     * @param cycleBuffer the agreed cycle buffer size
+     * @param size the largest message the run sends (under {@code -c UD}, fitted to the agreed MTU)
+     */
+    void allocate(int cycleBuffer, int size) {
         try {
-            slot = align64(Math.max(receiveLength(c.size), cycleBuffer));
-            Access access = switch (c.verb) {
+            slot = align64(Math.max(receiveLength(size), cycleBuffer));
+            Access access = switch (c.verb()) {
                 case WRITE -> Access.REMOTE_WRITE;
                 case READ -> Access.REMOTE_READ;
                 case ATOMIC -> Access.REMOTE_ATOMIC;
                 case SEND -> Access.REMOTE_WRITE;
             };
-            buffer = pd.allocate(2 * c.qps * slot, access);
+            buffer = pd.allocate(2 * c.qps() * slot, access);
             memory = buffer.segment();
-            if (c.kind == Kind.BW || c.verb != Verb.WRITE) {
+            if (c.kind() == Kind.BW || c.verb() != Verb.WRITE) {
                 // C fills its buffers with random bytes (write_lat's stay zeroed: their last byte is the signal)
                 byte[] noise = new byte[(int) Math.min(memory.byteSize(), 1 << 20)];
                 ThreadLocalRandom.current().nextBytes(noise);
@@ -317,13 +329,13 @@ final class Session implements AutoCloseable {
      * request once. Null for atomics and {@code -c UD}.
      */
     io.jverbs.PreparedRequest latencyRequest(int size) {
-        if (qps.length == 0 || c.verb == Verb.ATOMIC) {
+        if (qps.length == 0 || c.verb() == Verb.ATOMIC) {
             return null;
         }
         if (latencyRequest == null || latencyRequest.length() != size) {
             QueuePair qp = qps[0];
-            latencyRequest = c.verb == Verb.WRITE ? qp.prepareWrite(buffer, sourceOffset(0), size, remote[0], 0)
-                    : c.verb == Verb.READ ? qp.prepareRead(buffer, sourceOffset(0), size, remote[0], 0)
+            latencyRequest = c.verb() == Verb.WRITE ? qp.prepareWrite(buffer, sourceOffset(0), size, remote[0], 0)
+                    : c.verb() == Verb.READ ? qp.prepareRead(buffer, sourceOffset(0), size, remote[0], 0)
                     : qp.prepareSend(buffer, sourceOffset(0), size);
         }
         return latencyRequest;
@@ -443,21 +455,26 @@ final class Session implements AutoCloseable {
     /**
      * The outstanding reads/atomics, as C's {@code ctx_set_out_reads}: {@code -o} above the device's
      * {@code max_qp_rd_atom} is lowered to it with C's note on stderr; absent, 0 or less is that max.
+     *
+     * @param c the test
+     * @param err where the note goes (null: nowhere)
+     * @param deviceRdAtom the device's {@code max_qp_rd_atom}
+     * @return the outstanding reads/atomics to ask of the queue pairs
      */
-    static int outstandingReads(PerftestCommand c, int deviceRdAtom) {
+    static int outstandingReads(TestSpec c, java.io.PrintWriter err, int deviceRdAtom) {
         int max = Math.max(1, Math.min(255, deviceRdAtom));
-        if (c.outs == null || c.outs <= 0) {
+        if (c.outs() == null || c.outs() <= 0) {
             return max;
         }
-        if (c.outs > max) {
-            if (c.spec != null) {
-                c.err().println(" Number of outstanding reads is above max = " + max);
-                c.err().println(" Changing to that max value");
-                c.err().flush();
+        if (c.outs() > max) {
+            if (err != null) {
+                err.println(" Number of outstanding reads is above max = " + max);
+                err.println(" Changing to that max value");
+                err.flush();
             }
             return max;
         }
-        return c.outs;
+        return c.outs();
     }
 
 }

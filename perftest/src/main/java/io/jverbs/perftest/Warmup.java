@@ -42,7 +42,7 @@ final class Warmup implements CompletionHandler {
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     private static final int BATCH = 256;
     private static final int MAX_BATCHES = 24;
-    private final PerftestCommand c;
+    private final TestSpec c;
     private int sends;
     private int receives;
     private int failed = -1;
@@ -81,7 +81,7 @@ final class Warmup implements CompletionHandler {
         }
     }
 
-    private Warmup(PerftestCommand c) {
+    private Warmup(TestSpec c) {
         this.c = c;
     }
 
@@ -91,7 +91,7 @@ final class Warmup implements CompletionHandler {
      *
      * @return what happened, or null when the loopback pair could not be made
      */
-    static Outcome run(PerftestCommand c, Session s) {
+    static Outcome run(TestSpec c, Session s) {
         return run(c, s, new AtomicBoolean());
     }
 
@@ -113,13 +113,13 @@ final class Warmup implements CompletionHandler {
          * Starts the warm-up. With {@code --alloc_report} the server prints its line as soon as
          * the warm-up ends on its own, so a script may start its client once the server is warm.
          */
-        WhileWaiting(PerftestCommand c, Session s) {
+        WhileWaiting(TestSpec c, Session s, java.io.PrintWriter out) {
             thread = Thread.ofPlatform().daemon().name("jverbs-perftest-warmup").start(() -> {
                 Outcome o = run(c, s, stop);
                 outcome = o;
-                if (c.allocReport && o != null && !stop.get()) {
-                    c.out().println(o.summary() + "; waiting for a client");
-                    c.out().flush();
+                if (c.allocReport() && o != null && !stop.get()) {
+                    out.println(o.summary() + "; waiting for a client");
+                    out.flush();
                     reported = true;
                 }
             });
@@ -146,9 +146,9 @@ final class Warmup implements CompletionHandler {
         }
     }
 
-    private static Outcome run(PerftestCommand c, Session s, AtomicBoolean stop) {
+    private static Outcome run(TestSpec c, Session s, AtomicBoolean stop) {
         long t0 = System.nanoTime();
-        int size = Math.max(1, Math.min(c.sizes[0], 4096));
+        int size = Math.max(1, Math.min(c.firstSize(), 4096));
         if (c.ud()) {
             // a datagram is at most the MTU (the run itself cuts its size to the MTU the sides agree on)
             size = Math.min(size, 128 << s.mtuEnum());
@@ -164,7 +164,7 @@ final class Warmup implements CompletionHandler {
         try {
             Warmup w = new Warmup(c);
             // -c UD: the batches below send single datagrams; the loop rounds then post the datagram lists
-            WorkBatch batch = c.postList > 1 && !c.ud() ? client.qps[0].newBatch(Math.min(c.postList, c.tx)) : null;
+            WorkBatch batch = c.postList() > 1 && !c.ud() ? client.qps[0].newBatch(Math.min(c.postList(), c.tx())) : null;
             long last = -1;
             int n = 0;
             int zeroRuns = 0;
@@ -203,9 +203,9 @@ final class Warmup implements CompletionHandler {
      */
     private static final Set<String> WARMED = ConcurrentHashMap.newKeySet();
 
-    private static String loopKey(PerftestCommand c) {
-        return c.kind + " " + c.verb + " cas=" + c.cas + " bidi=" + c.bidirectional + " list=" + (c.postList > 1)
-                + " events=" + c.events + " ud=" + c.ud() + " size=" + Math.min(c.sizes[0], 4096);
+    private static String loopKey(TestSpec c) {
+        return c.kind() + " " + c.verb() + " cas=" + c.cas() + " bidi=" + c.bidirectional() + " list=" + (c.postList() > 1)
+                + " events=" + c.events() + " ud=" + c.ud() + " size=" + Math.min(c.firstSize(), 4096);
     }
 
     /**
@@ -217,11 +217,11 @@ final class Warmup implements CompletionHandler {
      *
      * @return the rounds completed (fewer when a round failed: the JVM is only colder then)
      */
-    private static int loops(PerftestCommand c, Session server, Session client, int size, AtomicBoolean stop) {
-        boolean send = c.verb == Verb.SEND;
-        boolean oneSided = c.verb == Verb.READ || c.verb == Verb.ATOMIC;
+    private static int loops(TestSpec c, Session server, Session client, int size, AtomicBoolean stop) {
+        boolean send = c.verb() == Verb.SEND;
+        boolean oneSided = c.verb() == Verb.READ || c.verb() == Verb.ATOMIC;
         // the roles of the real sides: who runs a loop, and who only lends its memory
-        boolean serverRuns = c.kind == Kind.LAT ? !oneSided : send || c.bidirectional;
+        boolean serverRuns = c.kind() == Kind.LAT ? !oneSided : send || c.bidirectional();
         // the last twin to reach a round's start decides for both whether the round runs, so a
         // stop never leaves one twin in a round the other has left
         boolean[] halt = new boolean[1];
@@ -249,14 +249,14 @@ final class Warmup implements CompletionHandler {
     }
 
     /** One side's rounds; each round starts and ends together with the other side's. */
-    private static void rounds(PerftestCommand c, Session twin, int size, boolean serverSide, CyclicBarrier barrier,
+    private static void rounds(TestSpec c, Session twin, int size, boolean serverSide, CyclicBarrier barrier,
                                boolean[] halt, int[] done) {
-        boolean send = c.verb == Verb.SEND;
+        boolean send = c.verb() == Verb.SEND;
         long target = twin.targetOffset(0);
-        Histogram histogram = c.kind == Kind.LAT ? new Histogram(LatLoop.HIST_MAX_NS, 3) : null;
+        Histogram histogram = c.kind() == Kind.LAT ? new Histogram(LatLoop.HIST_MAX_NS, 3) : null;
         try {
             for (int r = 0; r < LOOP_ROUNDS; r++) {
-                if (c.kind == Kind.LAT) {
+                if (c.kind() == Kind.LAT) {
                     twin.memory.asSlice(target, twin.slot).fill((byte) 0); // write_lat's signal bytes start at 0
                     histogram.reset();
                     LatLoop loop = new LatLoop(c, twin, size, histogram, serverSide, false, latRoundIters(c, r));
@@ -267,7 +267,7 @@ final class Warmup implements CompletionHandler {
                     if (halt[0]) {
                         return;
                     }
-                    if (c.verb == Verb.WRITE) {
+                    if (c.verb() == Verb.WRITE) {
                         loop.runWrite();
                     } else if (send) {
                         loop.runSend();
@@ -276,9 +276,9 @@ final class Warmup implements CompletionHandler {
                     }
                     loop.recordHistogram();
                 } else {
-                    boolean sender = !serverSide || c.bidirectional;
-                    boolean receiver = send && (serverSide || c.bidirectional);
-                    BwLoop loop = new BwLoop(c, twin, size, sender, receiver, sender && !c.noPeak, false, bwRoundIters(c, r));
+                    boolean sender = !serverSide || c.bidirectional();
+                    boolean receiver = send && (serverSide || c.bidirectional());
+                    BwLoop loop = new BwLoop(c, twin, size, sender, receiver, sender && !c.noPeak(), false, bwRoundIters(c, r));
                     if (receiver) {
                         loop.prepostReceives();
                     }
@@ -306,8 +306,8 @@ final class Warmup implements CompletionHandler {
      * first measured run began with LatLoop.runSend "made not entrant: uncommon trap" and spent
      * 1.6-2.5 s of compilation inside its loop.
      */
-    static int latRoundIters(PerftestCommand c, int r) {
-        return c.verb == Verb.SEND && r % 16 == 15 ? c.rx + LAT_ROUND_ITERS : LAT_ROUND_ITERS;
+    static int latRoundIters(TestSpec c, int r) {
+        return c.verb() == Verb.SEND && r % 16 == 15 ? c.rx() + LAT_ROUND_ITERS : LAT_ROUND_ITERS;
     }
 
     /**
@@ -321,11 +321,11 @@ final class Warmup implements CompletionHandler {
      * receive depth of 512, send_bw 64 KiB's first runs trapped out of BwLoop.run and compiled for
      * 0.9-1.1 s inside the measured loop.
      */
-    static int bwRoundIters(PerftestCommand c, int r) {
+    static int bwRoundIters(TestSpec c, int r) {
         // -c UD: a datagram that finds no receive is dropped and its round would wait for it, so
         // the long rounds stay within the receive depth there (only the send window is exceeded)
-        int depth = c.ud() ? Math.max(0, Math.min(c.tx, c.rx - BW_ROUND_ITERS))
-                : c.verb == Verb.SEND ? Math.max(c.tx, c.rx) : c.tx;
+        int depth = c.ud() ? Math.max(0, Math.min(c.tx(), c.rx() - BW_ROUND_ITERS))
+                : c.verb() == Verb.SEND ? Math.max(c.tx(), c.rx()) : c.tx();
         return r % 16 == 15 ? depth + BW_ROUND_ITERS : BW_ROUND_ITERS;
     }
 
@@ -441,11 +441,11 @@ final class Warmup implements CompletionHandler {
                 rc = client.datagrams[0].send(id, client.destinations[0], buf, 0, size);
             } else if (list != null) {
                 list.clear();
-                switch (c.verb) {
+                switch (c.verb()) {
                     case WRITE -> list.write(id, buf, 0, size, remote, 0, true);
                     case READ -> list.read(id, buf, 0, size, remote, 0, true);
                     case ATOMIC -> {
-                        if (c.cas) {
+                        if (c.cas()) {
                             list.compareAndSwap(id, buf, 0, remote, 0, 0, 0, true);
                         } else {
                             list.fetchAndAdd(id, buf, 0, remote, 0, 1, true);
@@ -453,25 +453,25 @@ final class Warmup implements CompletionHandler {
                     }
                     default -> list.send(id, buf, 0, size, true);
                 }
-                if (c.verb == Verb.SEND) {
+                if (c.verb() == Verb.SEND) {
                     post(b.receive(id, server.buffer, serverTarget, size));
                 }
                 rc = a.post(list);
             } else {
-                rc = switch (c.verb) {
+                rc = switch (c.verb()) {
                     case WRITE -> a.write(id, buf, 0, size, remote, 0, true);
                     case READ -> a.read(id, buf, 0, size, remote, 0, true);
                     case SEND -> {
                         post(b.receive(id, server.buffer, serverTarget, size));
                         yield a.send(id, buf, 0, size, true);
                     }
-                    case ATOMIC -> c.cas ? a.compareAndSwap(id, buf, 0, remote, 0, 0, 0, true)
+                    case ATOMIC -> c.cas() ? a.compareAndSwap(id, buf, 0, remote, 0, 0, 0, true)
                                          : a.fetchAndAdd(id, buf, 0, remote, 0, 1, true);
                 };
             }
             post(rc);
             int want = sends + 1;
-            int wantRecv = c.verb == Verb.SEND ? receives + 1 : receives;
+            int wantRecv = c.verb() == Verb.SEND ? receives + 1 : receives;
             long deadline = System.nanoTime() + 2_000_000_000L;
             while (sends < want || receives < wantRecv) {
                 // sends complete on the client twin's queue, receives on the server twin's

@@ -67,11 +67,14 @@ class CCommandLinesTest {
         return cl;
     }
 
-    private static PerftestCommand checked(Verb verb, Kind kind, String... args) {
+    private static PerftestCommand parsed(Verb verb, Kind kind, String... args) {
         PerftestCommand c = new PerftestCommand(verb, kind);
         commandLine(c).parseArgs(args);
-        c.check();
         return c;
+    }
+
+    private static TestSpec checked(Verb verb, Kind kind, String... args) {
+        return parsed(verb, kind, args).check();
     }
 
     @TestFactory
@@ -126,22 +129,25 @@ class CCommandLinesTest {
 
     @Test
     void allOverridesSizeWithANote() {
-        PerftestCommand c = checked(Verb.WRITE, Kind.LAT, "-a", "-s", "64");
-        assertEquals(23, c.sizes.length);
-        assertEquals(2, c.sizes[0]);
+        PerftestCommand c = parsed(Verb.WRITE, Kind.LAT, "-a", "-s", "64");
+        TestSpec t = c.check();
+        assertEquals(23, t.sizes().length);
+        assertEquals(2, t.sizes()[0]);
         assertEquals(1, c.notes.size(), c.notes.toString());
         assertTrue(c.notes.getFirst().contains("-s/--size 64 is ignored"), c.notes.toString());
     }
 
     @Test
     void durationOverridesIterationsWithANote() {
-        PerftestCommand c = checked(Verb.WRITE, Kind.BW, "-D", "3", "-n", "100");
-        assertEquals(3, c.durationSec);
-        assertTrue(c.duration());
+        PerftestCommand c = parsed(Verb.WRITE, Kind.BW, "-D", "3", "-n", "100");
+        TestSpec t = c.check();
+        assertEquals(3, t.durationSec());
+        assertTrue(t.duration());
         assertTrue(c.notes.getFirst().contains("-n/--iters 100 is ignored"), c.notes.toString());
-        PerftestCommand plain = checked(Verb.WRITE, Kind.BW, "-n", "100");
-        assertFalse(plain.duration());
-        assertEquals(100, plain.itersResolved);
+        PerftestCommand plain = parsed(Verb.WRITE, Kind.BW, "-n", "100");
+        TestSpec plainSpec = plain.check();
+        assertFalse(plainSpec.duration());
+        assertEquals(100, plainSpec.iters());
         assertTrue(plain.notes.isEmpty());
     }
 
@@ -154,8 +160,8 @@ class CCommandLinesTest {
 
     @Test
     void cqModerationAtCsBoundsIsAccepted() {
-        assertEquals(1, checked(Verb.WRITE, Kind.BW, "-Q", "1").cqModResolved);
-        assertEquals(128, checked(Verb.WRITE, Kind.BW, "-Q", "1024").cqModResolved, "at most the tx depth, as C");
+        assertEquals(1, checked(Verb.WRITE, Kind.BW, "-Q", "1").cqMod());
+        assertEquals(128, checked(Verb.WRITE, Kind.BW, "-Q", "1024").cqMod(), "at most the tx depth, as C");
     }
 
     @Test
@@ -172,10 +178,10 @@ class CCommandLinesTest {
 
     @Test
     void outstandingReadsAreClampedToTheDeviceMaxAsC() {
-        assertEquals(128, Session.outstandingReads(checked(Verb.READ, Kind.BW, "-o", "300"), 128));
-        assertEquals(16, Session.outstandingReads(checked(Verb.READ, Kind.BW, "-o", "16"), 128));
-        assertEquals(128, Session.outstandingReads(checked(Verb.READ, Kind.BW, "-o", "0"), 128), "0: the device max");
-        assertEquals(128, Session.outstandingReads(checked(Verb.READ, Kind.BW), 128), "absent: the device max");
+        assertEquals(128, Session.outstandingReads(checked(Verb.READ, Kind.BW, "-o", "300"), new PrintWriter(new StringWriter()), 128));
+        assertEquals(16, Session.outstandingReads(checked(Verb.READ, Kind.BW, "-o", "16"), new PrintWriter(new StringWriter()), 128));
+        assertEquals(128, Session.outstandingReads(checked(Verb.READ, Kind.BW, "-o", "0"), new PrintWriter(new StringWriter()), 128), "0: the device max");
+        assertEquals(128, Session.outstandingReads(checked(Verb.READ, Kind.BW), new PrintWriter(new StringWriter()), 128), "absent: the device max");
     }
 
     @Test
@@ -185,24 +191,24 @@ class CCommandLinesTest {
         StringWriter err = new StringWriter();
         cl.setErr(new PrintWriter(err, true));
         cl.parseArgs("-o", "300");
-        c.check();
-        assertEquals(128, Session.outstandingReads(c, 128));
+        TestSpec t = c.check();
+        assertEquals(128, Session.outstandingReads(t, cl.getErr(), 128));
         assertTrue(err.toString().contains(" Number of outstanding reads is above max = 128"), err.toString());
     }
 
     @Test
     void limitBwIsTheThresholdOption() {
-        assertEquals(100.0, checked(Verb.WRITE, Kind.BW, "-w", "100").minBw);
-        assertEquals(100.0, checked(Verb.WRITE, Kind.BW, "--limit_bw", "100").minBw);
-        assertEquals(100.0, checked(Verb.WRITE, Kind.BW, "--min-bw", "100").minBw);
-        assertEquals(0.5, checked(Verb.WRITE, Kind.BW, "-y", "0.5").minMsgRate);
-        assertNull(checked(Verb.WRITE, Kind.BW).minMsgRate);
+        assertEquals(100.0, checked(Verb.WRITE, Kind.BW, "-w", "100").minBw());
+        assertEquals(100.0, checked(Verb.WRITE, Kind.BW, "--limit_bw", "100").minBw());
+        assertEquals(100.0, checked(Verb.WRITE, Kind.BW, "--min-bw", "100").minBw());
+        assertEquals(0.5, checked(Verb.WRITE, Kind.BW, "-y", "0.5").minMsgRate());
+        assertNull(checked(Verb.WRITE, Kind.BW).minMsgRate());
     }
 
     @Test
     void runInfinitelyIgnoresIterationsWithANote() {
-        PerftestCommand c = checked(Verb.WRITE, Kind.BW, "--run_infinitely", "-n", "100");
-        assertTrue(c.runInfinitely);
+        PerftestCommand c = parsed(Verb.WRITE, Kind.BW, "--run_infinitely", "-n", "100");
+        assertTrue(c.check().runInfinitely());
         assertTrue(c.notes.getFirst().contains("--run_infinitely"), c.notes.toString());
     }
 
@@ -247,9 +253,9 @@ class CCommandLinesTest {
 
     @Test
     void anOptionGivenTwiceTakesItsLastValueAsCsGetopt() {
-        PerftestCommand c = checked(Verb.WRITE, Kind.LAT, "-n", "100", "-s", "4", "-n", "200");
-        assertEquals(200, c.itersResolved);
-        assertEquals(4, c.size);
+        TestSpec c = checked(Verb.WRITE, Kind.LAT, "-n", "100", "-s", "4", "-n", "200");
+        assertEquals(200, c.iters());
+        assertEquals(4, c.size());
     }
 
 }

@@ -10,11 +10,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@code -c}: RC, UC and UD where C perftest allows them, C's messages and exit code 2 where it does not. */
 class ConnectionTypeTest {
-    private static PerftestCommand parsed(Verb verb, Kind kind, String... args) {
+    private static TestSpec parsed(Verb verb, Kind kind, String... args) {
         PerftestCommand c = new PerftestCommand(verb, kind);
         new CommandLine(c).parseArgs(args);
-        c.check();
-        return c;
+        return c.check();
     }
 
     private static void refused(String expected, Verb verb, Kind kind, String... args) {
@@ -25,11 +24,11 @@ class ConnectionTypeTest {
 
     @Test
     void ucForWriteAndSend() {
-        assertEquals("UC", parsed(Verb.WRITE, Kind.BW, "-c", "UC").connection);
-        assertEquals("UC", parsed(Verb.WRITE, Kind.LAT, "-c", "UC").connection);
-        assertEquals("UC", parsed(Verb.SEND, Kind.BW, "-c", "UC").connection);
-        assertEquals("UC", parsed(Verb.SEND, Kind.LAT, "-c", "UC").connection);
-        assertEquals("RC", parsed(Verb.READ, Kind.BW).connection);
+        assertEquals("UC", parsed(Verb.WRITE, Kind.BW, "-c", "UC").connection());
+        assertEquals("UC", parsed(Verb.WRITE, Kind.LAT, "-c", "UC").connection());
+        assertEquals("UC", parsed(Verb.SEND, Kind.BW, "-c", "UC").connection());
+        assertEquals("UC", parsed(Verb.SEND, Kind.LAT, "-c", "UC").connection());
+        assertEquals("RC", parsed(Verb.READ, Kind.BW).connection());
     }
 
     @Test
@@ -43,24 +42,24 @@ class ConnectionTypeTest {
 
     @Test
     void udForSendOnlyAndAtMostTheMtu() {
-        PerftestCommand bw = parsed(Verb.SEND, Kind.BW, "-c", "UD");
+        TestSpec bw = parsed(Verb.SEND, Kind.BW, "-c", "UD");
         assertTrue(bw.ud());
-        assertEquals(65536, bw.size, "C's bandwidth default before the MTU is known");
-        String note = bw.fitDatagramSize(1024);
-        assertEquals(" Max msg size in UD is MTU 1024\n Changing to this MTU", note);
-        assertEquals(1024, bw.size);
-        assertArrayEquals(new int[] {1024}, bw.sizes);
-        PerftestCommand all = parsed(Verb.SEND, Kind.BW, "-c", "UD", "-a");
-        all.fitDatagramSize(1024);
-        assertArrayEquals(new int[] {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}, all.sizes, "-a stops at the MTU");
-        PerftestCommand lat = parsed(Verb.SEND, Kind.LAT, "-c", "UD");
-        assertEquals(null, lat.fitDatagramSize(1024), "2 bytes fit");
-        assertEquals(null, parsed(Verb.SEND, Kind.BW, "-s", "4096").fitDatagramSize(1024), "RC is not limited");
+        assertEquals(65536, bw.size(), "C's bandwidth default before the MTU is known");
+        TestSpec.DatagramFit fit = bw.fitDatagramSize(1024);
+        assertEquals(" Max msg size in UD is MTU 1024\n Changing to this MTU", fit.note());
+        assertEquals(1024, fit.spec().size());
+        assertArrayEquals(new int[] {1024}, fit.spec().sizes());
+        TestSpec all = parsed(Verb.SEND, Kind.BW, "-c", "UD", "-a");
+        assertArrayEquals(new int[] {2, 4, 8, 16, 32, 64, 128, 256, 512, 1024}, all.fitDatagramSize(1024).spec().sizes(),
+                "-a stops at the MTU");
+        TestSpec lat = parsed(Verb.SEND, Kind.LAT, "-c", "UD");
+        assertEquals(null, lat.fitDatagramSize(1024).note(), "2 bytes fit");
+        assertEquals(null, parsed(Verb.SEND, Kind.BW, "-s", "4096").fitDatagramSize(1024).note(), "RC is not limited");
         PerftestException e = assertThrows(PerftestException.class,
                 () -> parsed(Verb.SEND, Kind.BW, "-c", "UD", "-s", "4096").fitDatagramSize(1024));
         assertTrue(e.getMessage().contains("Max message size in UD cannot be greater than MTU"), e.getMessage());
         assertEquals(1, e.exitCode, "a run-time failure, as C's");
-        assertEquals(null, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-s", "1024").fitDatagramSize(1024));
+        assertEquals(null, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-s", "1024").fitDatagramSize(1024).note());
     }
 
     @Test
@@ -71,27 +70,27 @@ class ConnectionTypeTest {
     @Test
     void datagramsOverRdmaCmAreTakenAndUcIsNot() {
         assertTrue(parsed(Verb.SEND, Kind.LAT, "-c", "UD", "-R").ud(), "rdma_cm's UDP port space, as C's -c UD -R");
-        assertTrue(parsed(Verb.SEND, Kind.BW, "-c", "UD", "-R", "-b", "-q", "2").rdmaCm);
+        assertTrue(parsed(Verb.SEND, Kind.BW, "-c", "UD", "-R", "-b", "-q", "2").rdmaCm());
         refused("UC is not supported in librdmacm", Verb.SEND, Kind.BW, "-c", "UC", "-R");
     }
 
     @Test
     void postListsOfDatagramsAndAtomicsAreTaken() {
-        assertEquals(4, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-l", "4").cqModResolved, "UD: moderation by the list, as C");
-        assertEquals(4, parsed(Verb.ATOMIC, Kind.BW, "-l", "4").cqModResolved, "atomics: moderation by the list, as C");
+        assertEquals(4, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-l", "4").cqMod(), "UD: moderation by the list, as C");
+        assertEquals(4, parsed(Verb.ATOMIC, Kind.BW, "-l", "4").cqMod(), "atomics: moderation by the list, as C");
         refused("Post list is supported in BW tests only", Verb.ATOMIC, Kind.LAT, "-l", "4");
     }
 
     @Test
     void unreliableTransportsKeepUpToSixteenThousandReceivesAsC() {
         // C's force_dependecies: UC and UD with the default receive depth post min(iters, UC_MAX_RX)
-        assertEquals(16000, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-s", "64", "-n", "20000").rx);
-        assertEquals(16000, parsed(Verb.SEND, Kind.BW, "-c", "UC", "-n", "20000").rx);
-        assertEquals(16000, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-n", "20000", "-r", "512").rx, "C compares the value, 512 given or not");
-        assertEquals(1000, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-n", "1000").rx, "at most the iterations");
-        assertEquals(16000, parsed(Verb.SEND, Kind.LAT, "-c", "UD", "-n", "20000").rx);
-        assertEquals(256, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-n", "20000", "-r", "256").rx, "another -r is kept");
-        assertEquals(512, parsed(Verb.SEND, Kind.BW, "-n", "20000").rx, "RC keeps 512");
-        assertEquals(512, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-D", "2").rx, "duration mode keeps 512");
+        assertEquals(16000, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-s", "64", "-n", "20000").rx());
+        assertEquals(16000, parsed(Verb.SEND, Kind.BW, "-c", "UC", "-n", "20000").rx());
+        assertEquals(16000, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-n", "20000", "-r", "512").rx(), "C compares the value, 512 given or not");
+        assertEquals(1000, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-n", "1000").rx(), "at most the iterations");
+        assertEquals(16000, parsed(Verb.SEND, Kind.LAT, "-c", "UD", "-n", "20000").rx());
+        assertEquals(256, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-n", "20000", "-r", "256").rx(), "another -r is kept");
+        assertEquals(512, parsed(Verb.SEND, Kind.BW, "-n", "20000").rx(), "RC keeps 512");
+        assertEquals(512, parsed(Verb.SEND, Kind.BW, "-c", "UD", "-D", "2").rx(), "duration mode keeps 512");
     }
 }

@@ -13,32 +13,31 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 class DefaultInlineTest {
     private static final int RXE = 0xffffff;
 
-    private static PerftestCommand parsed(Verb verb, Kind kind, String... args) {
+    private static TestSpec parsed(Verb verb, Kind kind, String... args) {
         PerftestCommand c = new PerftestCommand(verb, kind);
         new CommandLine(c).parseArgs(args);
-        c.check();
-        return c;
+        return c.check();
     }
 
     @Test
     void latencyTestsOnConnectXInlineAsC() {
-        assertEquals(220, parsed(Verb.WRITE, Kind.LAT, "-d", "mlx5_0").defaultInline(PerftestCommand.MELLANOX_VENDOR_ID));
-        assertEquals(236, parsed(Verb.SEND, Kind.LAT, "-d", "mlx5_0").defaultInline(PerftestCommand.MELLANOX_VENDOR_ID));
-        assertEquals(0, parsed(Verb.READ, Kind.LAT, "-d", "mlx5_0").defaultInline(PerftestCommand.MELLANOX_VENDOR_ID));
-        assertEquals(0, parsed(Verb.ATOMIC, Kind.LAT, "-d", "mlx5_0").defaultInline(PerftestCommand.MELLANOX_VENDOR_ID));
+        assertEquals(220, parsed(Verb.WRITE, Kind.LAT, "-d", "mlx5_0").defaultInline(TestSpec.MELLANOX_VENDOR_ID));
+        assertEquals(236, parsed(Verb.SEND, Kind.LAT, "-d", "mlx5_0").defaultInline(TestSpec.MELLANOX_VENDOR_ID));
+        assertEquals(0, parsed(Verb.READ, Kind.LAT, "-d", "mlx5_0").defaultInline(TestSpec.MELLANOX_VENDOR_ID));
+        assertEquals(0, parsed(Verb.ATOMIC, Kind.LAT, "-d", "mlx5_0").defaultInline(TestSpec.MELLANOX_VENDOR_ID));
     }
 
     @Test
     void bandwidthTestsAndUnrecognisedDevicesDoNotInline() {
-        assertEquals(0, parsed(Verb.WRITE, Kind.BW, "-d", "mlx5_0").defaultInline(PerftestCommand.MELLANOX_VENDOR_ID));
+        assertEquals(0, parsed(Verb.WRITE, Kind.BW, "-d", "mlx5_0").defaultInline(TestSpec.MELLANOX_VENDOR_ID));
         assertEquals(0, parsed(Verb.WRITE, Kind.LAT, "-d", "rxe0").defaultInline(RXE));
         assertEquals(0, parsed(Verb.SEND, Kind.LAT, "-d", "rxe0").defaultInline(RXE));
     }
 
     @Test
     void anExplicitInlineSizeWins() {
-        assertEquals(16, parsed(Verb.WRITE, Kind.LAT, "-d", "mlx5_0", "-I", "16").defaultInline(PerftestCommand.MELLANOX_VENDOR_ID));
-        assertEquals(0, parsed(Verb.WRITE, Kind.LAT, "-d", "mlx5_0", "-I", "0").defaultInline(PerftestCommand.MELLANOX_VENDOR_ID));
+        assertEquals(16, parsed(Verb.WRITE, Kind.LAT, "-d", "mlx5_0", "-I", "16").defaultInline(TestSpec.MELLANOX_VENDOR_ID));
+        assertEquals(0, parsed(Verb.WRITE, Kind.LAT, "-d", "mlx5_0", "-I", "0").defaultInline(TestSpec.MELLANOX_VENDOR_ID));
         assertEquals(0, parsed(Verb.WRITE, Kind.LAT, "-d", "rxe0", "-I", "64").defaultInline(RXE),
                 "C disables inline on a device it does not recognise, -I included");
         assertEquals(64, parsed(Verb.WRITE, Kind.BW, "-d", "bnxt_re0", "-I", "64").defaultInline(0x14e4));
@@ -52,6 +51,6 @@ class DefaultInlineTest {
         assertEquals(true, parsed(Verb.ATOMIC, Kind.LAT, "-d", "rxe0").inlineNote(RXE));
         assertEquals(false, parsed(Verb.WRITE, Kind.LAT, "-d", "rxe0").inlineNote(RXE));
         assertEquals(false, parsed(Verb.SEND, Kind.BW, "-d", "rxe0").inlineNote(RXE));
-        assertEquals(false, parsed(Verb.READ, Kind.BW, "-d", "mlx5_0").inlineNote(PerftestCommand.MELLANOX_VENDOR_ID));
+        assertEquals(false, parsed(Verb.READ, Kind.BW, "-d", "mlx5_0").inlineNote(TestSpec.MELLANOX_VENDOR_ID));
     }
 }

@@ -37,10 +37,9 @@ class JsonFormatTest {
         assertEquals("Gb/sec", Outputs.units(parsed(Verb.SEND, Kind.BW, "--report_gbits")));
     }
 
-    private static PerftestCommand parsed(Verb verb, Kind kind, String... args) {
+    private static TestSpec parsed(Verb verb, Kind kind, String... args) {
         PerftestCommand c = new PerftestCommand(verb, kind);
         new CommandLine(c).parseArgs(args);
-        c.check();
-        return c;
+        return c.check();
     }
 }

@@ -62,9 +62,9 @@ class TimeoutOptionsTest {
         }
         PerftestCommand c = new PerftestCommand(Verb.WRITE, Kind.BW);
         new CommandLine(c).parseArgs("--handshake_timeout", "0.001", "--run_timeout", "0");
-        c.check();
-        assertEquals(1, c.handshakeMs(), "1 ms stays 1 ms");
-        assertEquals(0, c.runMs(), "--run_timeout 0: no limit");
+        TestSpec t = c.check();
+        assertEquals(1, t.handshakeMs(), "1 ms stays 1 ms");
+        assertEquals(0, t.runMs(), "--run_timeout 0: no limit");
     }
 
     /** C's server waits for its client without limit; its client gives up after 60 s; the option bounds either. */
@@ -72,16 +72,13 @@ class TimeoutOptionsTest {
     void theServerWaitsForItsClientWithoutLimitByDefault() {
         PerftestCommand server = new PerftestCommand(Verb.WRITE, Kind.BW);
         new CommandLine(server).parseArgs();
-        server.check();
-        assertEquals(0, server.connectMs(), "0: no limit");
+        assertEquals(0, server.check().connectMs(), "0: no limit");
         PerftestCommand client = new PerftestCommand(Verb.WRITE, Kind.BW);
         new CommandLine(client).parseArgs("192.0.2.1");
-        client.check();
-        assertEquals(60_000, client.connectMs());
+        assertEquals(60_000, client.check().connectMs());
         PerftestCommand bounded = new PerftestCommand(Verb.WRITE, Kind.BW);
         new CommandLine(bounded).parseArgs("--connect_timeout", "2.5");
-        bounded.check();
-        assertEquals(2_500, bounded.connectMs());
+        assertEquals(2_500, bounded.check().connectMs());
     }
 
 
