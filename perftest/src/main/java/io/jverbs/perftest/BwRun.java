@@ -55,14 +55,7 @@ final class BwRun extends Run {
             }
             settleJit(send || c.bidirectional());
             BwLoop loop = new BwLoop(c, s, size, sender, receiver, sender && !c.noPeak());
-            if (send) {
-                if (receiver) {
-                    loop.prepostReceives();
-                }
-                sync("the sync before the run");
-            } else if (c.bidirectional()) {
-                sync("the sync before the run");
-            }
+            beforeRun(loop, send, receiver);
             measure(loop::run);
             if (c.bidirectional() && c.sizeCount() > 1 && !send) {
                 sync("the sync after the run");
@@ -121,10 +114,11 @@ final class BwRun extends Run {
         }
     }
 
-    private void infinitely(boolean sender, boolean receiver) {
-        boolean send = c.verb() == Verb.SEND;
-        BwLoop loop = new BwLoop(c, s, c.size(), sender, receiver, false);
-        loop.onInterval(r -> report.bwRow(r));
+    /**
+     * What comes between building a run's loop and starting it: a send test's receiver posts its
+     * receives, and the sides sync where C's do (send tests and {@code -b}).
+     */
+    private void beforeRun(BwLoop loop, boolean send, boolean receiver) {
         if (send) {
             if (receiver) {
                 loop.prepostReceives();
@@ -133,6 +127,13 @@ final class BwRun extends Run {
         } else if (c.bidirectional()) {
             sync("the sync before the run");
         }
+    }
+
+    private void infinitely(boolean sender, boolean receiver) {
+        boolean send = c.verb() == Verb.SEND;
+        BwLoop loop = new BwLoop(c, s, c.size(), sender, receiver, false);
+        loop.onInterval(r -> report.bwRow(r));
+        beforeRun(loop, send, receiver);
         if (sender || receiver) {
             loop.run();
         } else {
