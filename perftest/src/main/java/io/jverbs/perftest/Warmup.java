@@ -13,11 +13,11 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
-import java.util.Set;
 import javax.management.JMException;
 import javax.management.MalformedObjectNameException;
 import javax.management.ObjectName;
 import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
@@ -178,12 +178,37 @@ final class Warmup implements CompletionHandler {
             int rounds = -1; // already warm: this JVM ran these loop rounds for an earlier run
             boolean settled = true;
             String key = loopKey(c);
-            if (!WARMED.contains(key) && !stop.get()) {
-                rounds = loops(c, server, client, size, stop);
-                if (rounds == LOOP_ROUNDS) {
-                    WARMED.add(key); // a round that failed or was stopped leaves it to the next run
+            while (!stop.get()) {
+                CompletableFuture<Boolean> mine = new CompletableFuture<>();
+                CompletableFuture<Boolean> other = WARMED.putIfAbsent(key, mine);
+                if (other == null) {
+                    boolean done = false;
+                    try {
+                        rounds = loops(c, server, client, size, stop);
+                        done = rounds == LOOP_ROUNDS;
+                        settled = settleJit(SETTLE_NS, stop);
+                    } finally {
+                        if (!done) {
+                            WARMED.remove(key, mine); // a round failed or was stopped: the next run tries again
+                        }
+                        mine.complete(done);
+                    }
+                    break;
                 }
-                settled = settleJit(SETTLE_NS, stop);
+                // This loop was warmed, or is being warmed, by another run in this JVM (a server and
+                // its client in one process): wait for that instead of competing for the CPU.
+                try {
+                    if (other.get(100, TimeUnit.MILLISECONDS)) {
+                        break;
+                    }
+                } catch (TimeoutException e) {
+                    // still running: look at stop, then wait on
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                } catch (java.util.concurrent.ExecutionException e) {
+                    break; // never completed exceptionally; a colder JVM at worst
+                }
             }
             return new Outcome(n, last, rounds, settled, (System.nanoTime() - t0) / 1_000_000);
         } catch (RuntimeException e) {
@@ -195,13 +220,14 @@ final class Warmup implements CompletionHandler {
     }
 
     /**
-     * The loop shapes this JVM has warmed: compiled code stays, a second run of the same shape
-     * skips the rounds. The (warm-up) size is part of the shape: the bandwidth loop takes another
+     * The loop shapes this JVM has warmed (true), or is warming (not completed yet): compiled code
+     * stays, so a second run of the same shape skips the rounds, and a run that finds them under
+     * way waits for them; a warm-up that failed or was stopped leaves no entry. The (warm-up) size is part of the shape: the bandwidth loop takes another
      * branch for messages over half the cycle buffer (one address, no stepping), and a first run
      * at 4 KiB after warming at 64 B trapped out of its compiled loop (393 ms of compilation
      * inside the measured loop in compare-perftest).
      */
-    private static final Set<String> WARMED = ConcurrentHashMap.newKeySet();
+    private static final ConcurrentHashMap<String, CompletableFuture<Boolean>> WARMED = new ConcurrentHashMap<>();
 
     private static String loopKey(TestSpec c) {
         return c.kind() + " " + c.verb() + " cas=" + c.cas() + " bidi=" + c.bidirectional() + " list=" + (c.postList() > 1)

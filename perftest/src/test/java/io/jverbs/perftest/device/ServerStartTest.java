@@ -73,6 +73,9 @@ class ServerStartTest {
         System.out.println("server without a client, --connect_timeout 2: exit " + r.exit() + " after " + r.millis() + " ms");
         assertEquals(1, r.exit(), r.all());
         assertTrue(r.err().contains("no client connected to port " + port + " within 2 s (--connect_timeout)"), r.err());
-        assertTrue(r.millis() < 2_000 + 3_000, "the warm-up stops when the wait ends: " + r.millis() + " ms");
+        // the session's setup before listening (about 0.5 s) and the warm-up twins' teardown on the
+        // emulated device come on top of the 2 s wait (4.6 and 4.9 s seen in all); a warm-up that
+        // ran on would take 20-60 s more
+        assertTrue(r.millis() < 2_000 + 5_000, "the warm-up stops when the wait ends: " + r.millis() + " ms");
     }
 }
