@@ -30,21 +30,21 @@ record CReference(boolean bw, double[] values, Path source) {
      * Reads the C result of a bandwidth or latency test.
      *
      * @throws PerftestException when the file is missing or holds no C result row (exit code 2:
-     *                           a command-line error, found before the test runs)
+     *                           {@code --plot-compare} is jverbs' own option, refused before the test runs)
      */
     static CReference read(Path file, boolean bw) {
         String text;
         try {
             text = Files.readString(file, StandardCharsets.ISO_8859_1);
         } catch (IOException e) {
-            throw PerftestException.usage("--plot-compare: can't read " + file + ": " + e.getMessage());
+            throw PerftestException.refusedHere("--plot-compare: can't read " + file + ": " + e.getMessage());
         }
         double[] row = tableRow(text);
         if (row == null) {
             row = jsonRow(text, bw);
         }
         if (row == null || row.length < (bw ? 5 : 9)) {
-            throw PerftestException.usage("--plot-compare: " + file + " holds no C perftest " + (bw ? "bandwidth" : "latency")
+            throw PerftestException.refusedHere("--plot-compare: " + file + " holds no C perftest " + (bw ? "bandwidth" : "latency")
                     + " result (give the C tool's printed output or its --out_json file)");
         }
         return new CReference(bw, row, file);

@@ -178,6 +178,32 @@ final class CompatOptions {
         CommandLine cl = new CommandLine(command);
         addTo(cl.getCommandSpec());
         cl.setOverwrittenOptionsAllowed(true); // as C's getopt: an option given twice takes its last value
+        exitAsC(cl);
         return cl;
+    }
+
+    /**
+     * Makes a parse error of a test's command line (an unknown option, a value that is not a
+     * number, a missing value) end with C's exit code 1, as C's {@code getopt} loop does, unless the
+     * option at fault is one of jverbs' own ({@link PerftestCommand#OWN_OPTIONS}): that stays 2.
+     * Errors of other commands (the exporter, no test named) keep picocli's 2. The message and the
+     * usage help are picocli's.
+     *
+     * @param cl a command line holding tests as its command or its subcommands; set after they are added
+     */
+    static void exitAsC(CommandLine cl) {
+        CommandLine.IParameterExceptionHandler standard = cl.getParameterExceptionHandler();
+        cl.setParameterExceptionHandler((ex, args) -> {
+            int code = standard.handleParseException(ex, args);
+            boolean test = ex.getCommandLine().getCommand() instanceof PerftestCommand;
+            List<CommandLine.Model.ArgSpec> atFault = new ArrayList<>();
+            atFault.add(ex.getArgSpec());
+            if (ex instanceof CommandLine.MissingParameterException missing) {
+                atFault.addAll(missing.getMissing());
+            }
+            boolean own = atFault.stream().anyMatch(a -> a instanceof OptionSpec o
+                    && PerftestCommand.OWN_OPTIONS.contains(o.longestName()));
+            return code == CommandLine.ExitCode.USAGE && test && !own ? PerftestException.FAILED : code;
+        });
     }
 }

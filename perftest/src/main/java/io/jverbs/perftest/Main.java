@@ -6,8 +6,9 @@ import picocli.CommandLine.Command;
 /**
  * {@code jverbs-perftest}: the C perftest's eight RDMA tools as subcommands, used like their C
  * counterparts ({@code jverbs-perftest write_bw -d rxe0 -x 1} as {@code ib_write_bw -d rxe0 -x 1}).
- * Exit codes: 0 success, 1 the test failed (peer, device, threshold), 2 the command line was
- * refused.
+ * Exit codes: 0 success (also for {@code -h} and {@code -V}, where C exits 1); 1 the test failed
+ * (peer, device, threshold) or its command line is one C refuses too; 2 a command line only jverbs
+ * refuses (its own options' values, what it does not implement, the exporter's options).
  */
 @Command(name = "jverbs-perftest", mixinStandardHelpOptions = true, version = "jverbs-perftest 0.1 (perftest wire version "
         + Oob.VERSION + ")", description = "RDMA bandwidth and latency tests on jverbs, interoperable with the C perftest"
@@ -30,6 +31,7 @@ public final class Main implements Runnable {
             }
         }
         cl.addSubcommand("exporter", new CommandLine(new ExporterCommand()));
+        CompatOptions.exitAsC(cl);
         return cl;
     }
 

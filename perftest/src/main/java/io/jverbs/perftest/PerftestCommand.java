@@ -9,11 +9,12 @@ import picocli.CommandLine.Spec;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.Locale;
+import java.util.Set;
 import java.util.concurrent.Callable;
 
 /**
  * One test (write_bw, read_lat, ...): the C perftest's flags, checked the way C checks them (a
- * refused combination is exit code 2 with a one-line reason), resolved into a {@link TestSpec},
+ * combination C refuses exits 1 with C's one-line reason, as C does; one only jverbs refuses exits 2), resolved into a {@link TestSpec},
  * then {@link Run}. Without a host argument it is the server; with one, the client.
  */
 @Command(mixinStandardHelpOptions = true, sortOptions = false, usageHelpAutoWidth = true, version = "Version: " + Oob.VERSION,
@@ -93,6 +94,11 @@ final class PerftestCommand implements Callable<Integer> {
     Path outJsonFile;
     @Option(names = {"-u", "--qp-timeout"}, paramLabel = "<t>", description = "ACK timeout exponent: 4.096 us * 2^t (default 14)")
     int qpTimeout = 14;
+
+    /** The options C perftest does not have: a refusal of one of their values exits 2, not C's 1. */
+    static final Set<String> OWN_OPTIONS = Set.of("--handshake_timeout", "--connect_timeout",
+            "--completion_timeout", "--run_timeout", "--max-lat-p99", "--plot", "--plot-compare", "--hdr_log",
+            "--alloc_report", "--no_warmup");
 
     @Option(names = "--handshake_timeout", paramLabel = "<sec>", description = "most seconds to wait for each handshake message (default 4)")
     double handshakeTimeout = 4;
@@ -177,8 +183,8 @@ final class PerftestCommand implements Callable<Integer> {
     }
 
     /**
-     * The C checks (perftest_parameters.c), plus what this implementation cannot honour: exit 2
-     * ({@link SpecValidator}). The parsed options stay as given; {@link #notes} and
+     * The C checks (perftest_parameters.c), plus what this implementation cannot honour
+     * ({@link SpecValidator}; exit code 1 where C refuses too, 2 where only jverbs does). The parsed options stay as given; {@link #notes} and
      * {@link #postListNote} say what C would say of them.
      *
      * @return the test's resolved spec

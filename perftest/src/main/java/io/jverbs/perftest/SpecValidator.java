@@ -5,8 +5,10 @@ import java.util.List;
 
 /**
  * The C checks of a test's command line (perftest_parameters.c), plus what this implementation
- * cannot honour, and C's resolution of what they leave: a refused combination is exit code 2 with
- * C's one-line reason ({@link PerftestException#usage}); an accepted one is a {@link TestSpec}.
+ * cannot honour, and C's resolution of what they leave. A combination C refuses ends with C's
+ * one-line reason and C's exit code 1 ({@link PerftestException#refusedAsC}); one only jverbs
+ * refuses (a value its own options cannot use, a connection type it does not make) with exit code
+ * 2 ({@link PerftestException#refusedHere}). An accepted line is a {@link TestSpec}.
  * The checks run in C's order, so the first refusal of a line that breaks several rules is C's.
  */
 final class SpecValidator {
@@ -45,7 +47,8 @@ final class SpecValidator {
      * Checks and resolves the command line.
      *
      * @return the test's spec
-     * @throws PerftestException (exit code 2) on the first refused option, with C's message
+     * @throws PerftestException on the first refused option: exit code 1 with C's message where C
+     *                           refuses it too, 2 where only jverbs does
      */
     TestSpec validate() {
         testShape();
@@ -84,7 +87,7 @@ final class SpecValidator {
             case "UD" -> {
                 refuse(c.verb != Verb.SEND, "UD connection only possible in SEND verb");
             }
-            case "XRC", "DC", "SRD", "RawEth" -> refuse(true, "-c " + c.connection
+            case "XRC", "DC", "SRD", "RawEth" -> refuseHere(true, "-c " + c.connection
                     + " is not supported: jverbs-perftest makes RC, UC and UD queue pairs only");
             default -> refuse(true, "Invalid Connection type. Please choose from {RC,UC,UD,XRC,DC,SRD}");
         }
@@ -267,14 +270,14 @@ final class SpecValidator {
     /** The plot and C's result beside it, the thresholds and the HdrHistogram log: each for the test kinds that measure it. */
     private void reporting() {
         boolean duration = durationSec > 0;
-        refuse(c.plotCompare != null && c.plot == null, "--plot-compare needs --plot <file.png>");
+        refuseHere(c.plotCompare != null && c.plot == null, "--plot-compare needs --plot <file.png>");
         cReference = c.plotCompare != null ? CReference.read(c.plotCompare, bw) : null;
         refuse(c.minBw != null && !bw, "-w/--limit_bw is for BW tests");
         refuse(c.minMsgRate != null && !bw, "-y/--limit_msgrate is for BW tests");
-        refuse(c.maxLatP99 != null && bw, "--max-lat-p99 is for latency tests");
-        refuse(c.maxLatP99 != null && duration, "--max-lat-p99 needs iterations (duration mode reports no percentiles)");
-        refuse(c.hdrLog != null && bw, "--hdr_log is for latency tests");
-        refuse(c.host == null && !bw && (c.verb == Verb.READ || c.verb == Verb.ATOMIC) && (c.maxLatP99 != null || c.hdrLog != null),
+        refuseHere(c.maxLatP99 != null && bw, "--max-lat-p99 is for latency tests");
+        refuseHere(c.maxLatP99 != null && duration, "--max-lat-p99 needs iterations (duration mode reports no percentiles)");
+        refuseHere(c.hdrLog != null && bw, "--hdr_log is for latency tests");
+        refuseHere(c.host == null && !bw && (c.verb == Verb.READ || c.verb == Verb.ATOMIC) && (c.maxLatP99 != null || c.hdrLog != null),
                 "the read/atomic latency server measures nothing: give --max-lat-p99/--hdr_log to the client");
     }
 
@@ -291,23 +294,31 @@ final class SpecValidator {
         try {
             long v = Long.parseLong(t) * factor;
             if (v < 1 || v > PerftestCommand.MAX_SIZE) {
-                throw PerftestException.usage("Size of message must be 1.." + PerftestCommand.MAX_SIZE + ", not " + text);
+                throw PerftestException.refusedAsC("Size of message must be 1.." + PerftestCommand.MAX_SIZE + ", not " + text);
             }
             return (int) v;
         } catch (NumberFormatException e) {
-            throw PerftestException.usage("Size of message is not a number: " + text);
+            throw PerftestException.refusedAsC("Size of message is not a number: " + text);
         }
     }
 
     /** Refuses a time in seconds the deadlines cannot use (below 1 ms, NaN, infinite; see {@link Seconds}). */
     private static void refuseSeconds(String option, double value, String zeroMeaning) {
         String why = Seconds.refusal(option, value, zeroMeaning);
-        refuse(why != null, why);
+        refuseHere(why != null, why);
     }
 
+    /** A rule C enforces too: C's message, C's exit code. */
     private static void refuse(boolean condition, String message) {
         if (condition) {
-            throw PerftestException.usage(message);
+            throw PerftestException.refusedAsC(message);
+        }
+    }
+
+    /** A rule of jverbs' own (its options, what it does not implement): exit code 2. */
+    private static void refuseHere(boolean condition, String message) {
+        if (condition) {
+            throw PerftestException.refusedHere(message);
         }
     }
 }

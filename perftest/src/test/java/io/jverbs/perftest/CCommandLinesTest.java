@@ -4,6 +4,7 @@ import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 import picocli.CommandLine;
 import picocli.CommandLine.ParseResult;
@@ -174,6 +175,28 @@ class CCommandLinesTest {
                 assertThrows(PerftestException.class, () -> checked(Verb.WRITE, Kind.BW, "-o", "4")).getMessage());
         assertEquals("Gid index should be between 0 and 64",
                 assertThrows(PerftestException.class, () -> checked(Verb.WRITE, Kind.BW, "-x", "65")).getMessage());
+    }
+
+    /**
+     * The process's exit code for a refused line, as C's: 1 for what C refuses too (its rules, an
+     * unknown option, a value that is not a number), 2 only for what jverbs alone refuses. A device
+     * that cannot exist shows the refusal comes before any device is opened.
+     */
+    @ParameterizedTest(name = "{1} -> {0}")
+    @CsvSource(delimiter = '|', value = {
+        "1|read_bw -I 64", "1|write_bw -r 64", "1|write_bw -Q 5000", "1|write_lat -q 2", "1|atomic_bw -s 64",
+        "1|write_bw --no-such-option", "1|write_bw -n many", "1|write_bw -s", "1|send_lat -c XY",
+        "2|send_bw -c XRC", "2|write_bw --run_timeout NaN", "2|write_bw --connect_timeout -Infinity",
+        "2|write_bw --hdr_log h.log", "0|write_bw -h", "0|write_lat -V"})
+    void exitCodesAreCs(int expected, String line) {
+        CommandLine cl = Main.commandLine();
+        StringWriter err = new StringWriter();
+        cl.setOut(new PrintWriter(new StringWriter()));
+        cl.setErr(new PrintWriter(err));
+        List<String> args = new java.util.ArrayList<>(List.of(line.split(" ")));
+        args.addAll(1, List.of("-d", "no-such-device"));
+        assertEquals(expected, cl.execute(args.toArray(String[]::new)), err.toString());
+        assertEquals(expected != 0, !err.toString().isBlank(), "a refusal says why on stderr: " + err);
     }
 
     @Test
