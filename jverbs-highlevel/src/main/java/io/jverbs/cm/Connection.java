@@ -260,6 +260,7 @@ public final class Connection implements AutoCloseable {
      * @throws IllegalArgumentException when the offer does not fit a connection request
      */
     public static Connection connect(ProtectionDomain pd, String host, int port, Options options) {
+        options.offer().requireFits(Handshake.MAX_CONNECT_BYTES, "a connection request"); // before anything is made
         for (int attempt = 1; ; attempt++) {
             // a queue pair of its own for each attempt: nothing of a refused request (its queue
             // pair number, which the listener's kernel may remember) is carried into the next

@@ -44,6 +44,13 @@ public final class Handshake {
         this.data = data.clone();
     }
 
+    /** A handshake the application made: it must fit at least a reply's private data. */
+    private static Handshake made(List<RemoteBuffer> buffers, byte[] data) {
+        Handshake h = new Handshake(buffers, data);
+        h.requireFits(MAX_ACCEPT_BYTES, "either side's private data (a reply, the larger)");
+        return h;
+    }
+
     /**
      * Returns a handshake that says nothing.
      *
@@ -58,9 +65,11 @@ public final class Handshake {
      *
      * @param buffers remote buffers (typically {@link RegisteredBuffer#remote()}), with their rights
      * @return the handshake
+     * @throws IllegalArgumentException when more than 7 buffers are given: no private data holds them
+     * @throws NullPointerException     when a buffer is null
      */
     public static Handshake offering(RemoteBuffer... buffers) {
-        return new Handshake(Arrays.asList(buffers), new byte[0]);
+        return made(Arrays.asList(buffers), new byte[0]);
     }
 
     /**
@@ -69,13 +78,16 @@ public final class Handshake {
      * @param data    the application's bytes (at most 255, and within the room left by the buffers)
      * @param buffers remote buffers to open to the peer
      * @return the handshake
-     * @throws IllegalArgumentException when {@code data} is longer than 255 bytes
+     * @throws IllegalArgumentException when {@code data} is longer than 255 bytes, or with the
+     *                                  buffers exceeds {@value #MAX_ACCEPT_BYTES} bytes (a
+     *                                  connecting side's limit, {@value #MAX_CONNECT_BYTES}, is
+     *                                  checked by {@link Connection#connect} before it sends)
      */
     public static Handshake of(byte[] data, RemoteBuffer... buffers) {
         if (data.length > 255) {
             throw new IllegalArgumentException("handshake data is at most 255 bytes, not " + data.length);
         }
-        return new Handshake(Arrays.asList(buffers), data);
+        return made(Arrays.asList(buffers), data);
     }
 
     /**
@@ -112,11 +124,7 @@ public final class Handshake {
         if (size == 0) {
             return null;
         }
-        if (size > limit) {
-            throw new IllegalArgumentException("the handshake takes " + size + " bytes (" + buffers.size()
-                    + " buffers of " + RemoteBuffer.BYTES + ", " + data.length + " bytes of data, a header of " + HEADER
-                    + "), but " + where + " carries at most " + limit);
-        }
+        requireFits(limit, where);
         ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.BIG_ENDIAN);
         b.put(MARK).put(VERSION).put((byte) buffers.size()).put((byte) data.length);
         for (RemoteBuffer r : buffers) {
@@ -124,6 +132,16 @@ public final class Handshake {
         }
         b.put(data);
         return b.array();
+    }
+
+    /** Refuses a handshake over {@code limit} bytes, naming what it takes and where it was to go. */
+    void requireFits(int limit, String where) {
+        int size = encodedBytes();
+        if (size > limit) {
+            throw new IllegalArgumentException("the handshake takes " + size + " bytes (" + buffers.size()
+                    + " buffers of " + RemoteBuffer.BYTES + ", " + data.length + " bytes of data, a header of " + HEADER
+                    + "), but " + where + " carries at most " + limit);
+        }
     }
 
     /** What the peer sent: parsed when it is jverbs' frame, else its bytes as data. */

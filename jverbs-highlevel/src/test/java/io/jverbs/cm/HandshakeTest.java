@@ -38,6 +38,23 @@ class HandshakeTest {
                 () -> three.encode(Handshake.MAX_CONNECT_BYTES, "a connection request"));
         assertTrue(e.getMessage().contains("at most 56"), e.getMessage());
         assertEquals(4 + 3 * RemoteBuffer.BYTES, three.encode(Handshake.MAX_ACCEPT_BYTES, "the reply").length);
+        // connect refuses it before it makes anything (no device needed to see it)
+        IllegalArgumentException early = assertThrows(IllegalArgumentException.class, () -> Connection.connect(null,
+                "192.0.2.1", 1, Connection.Options.defaults().offer(three)));
+        assertTrue(early.getMessage().contains("a connection request carries at most 56"), early.getMessage());
+    }
+
+    @Test
+    void aHandshakeNoPrivateDataHoldsIsRefusedWhenMade() {
+        RemoteBuffer[] eight = new RemoteBuffer[8];
+        java.util.Arrays.fill(eight, A);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Handshake.offering(eight));
+        assertTrue(e.getMessage().contains("8 buffers") && e.getMessage().contains("at most 196"), e.getMessage());
+        assertEquals(4 + 7 * RemoteBuffer.BYTES, Handshake.offering(java.util.Arrays.copyOf(eight, 7)).encodedBytes());
+        assertThrows(IllegalArgumentException.class, () -> Handshake.of(new byte[200]));
+        byte[] foreign = new byte[Handshake.MAX_ACCEPT_BYTES]; // a foreign peer's full reply stays readable
+        foreign[0] = 1;
+        assertEquals(Handshake.MAX_ACCEPT_BYTES, Handshake.decode(foreign).data().length);
     }
 
     @Test
