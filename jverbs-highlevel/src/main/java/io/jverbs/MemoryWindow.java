@@ -9,6 +9,7 @@ import io.jverbs.ibverbs.raw.ibv_mw;
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * A type-2 memory window: one range of a {@link RegisteredBuffer} shared with the peer of one RC
@@ -49,6 +50,8 @@ public final class MemoryWindow extends Resource {
     private final int rkey;
     /** Bound on the device and not revoked since. */
     private volatile boolean valid;
+    /** An invalidation is posted and has not completed (guarded by this). */
+    private boolean invalidating;
 
     private MemoryWindow(QueuePair qp, RegisteredBuffer buffer, MemorySegment mw, long address, long length,
                          Set<Access> rights) {
@@ -131,17 +134,46 @@ public final class MemoryWindow extends Resource {
     /**
      * Revokes the window on its queue pair's send queue ({@code IBV_WR_LOCAL_INV}). Once the
      * future completes, a peer's request with the window's rkey fails with a remote access error.
-     * The window stays allocated until {@link #close()}.
+     * The window stays allocated until {@link #close()}. A window is invalidated once: a second
+     * call, while the first is in flight or after it, is refused before anything is posted (some
+     * providers do not survive the invalidation of a revoked window: Soft-RoCE on Linux 6.12
+     * dereferences a NULL pointer in the kernel on it).
      *
      * @return completes when the device has revoked the window; fails as the queue pair's other
      *         operations do ({@link CompletionFailedException}, {@link QueueFullException})
-     * @throws IllegalStateException when the window or its queue pair is closed, or the queue pair
-     *                               is not connected
+     * @throws IllegalStateException when the window was invalidated already or is being
+     *                               invalidated, when it or its queue pair is closed, or when the
+     *                               queue pair is not connected
      */
     public CompletableFuture<Void> invalidateAsync() {
         ensureOpen("invalidate it");
-        return qp.invalidate(this, rkey).thenApply(r -> {
-            valid = false;
+        synchronized (this) {
+            if (invalidating || !valid) {
+                throw new IllegalStateException(this + (invalidating ? " is being invalidated already"
+                        : " was invalidated already") + ": a window is invalidated once (close() frees it)");
+            }
+            invalidating = true;
+        }
+        CompletableFuture<WorkResult> posted;
+        try {
+            posted = qp.invalidate(this, rkey);
+        } catch (RuntimeException | Error e) {
+            synchronized (this) {
+                invalidating = false;
+            }
+            throw e;
+        }
+        return posted.handle((r, failure) -> {
+            synchronized (this) {
+                invalidating = false;
+                if (failure == null) {
+                    valid = false;
+                }
+            }
+            if (failure != null) {
+                throw failure instanceof CompletionException ce ? ce
+                        : new CompletionException(failure);
+            }
             return null;
         });
     }
