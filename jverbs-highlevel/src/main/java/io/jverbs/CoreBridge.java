@@ -98,8 +98,13 @@ final class CoreBridge implements CoreAccess {
     }
 
     @Override
-    public void added(PostList list, int i) {
-        list.added(i);
+    public void added(PostList list, int i, RegisteredBuffer local) {
+        list.added(i, local);
+    }
+
+    @Override
+    public void recheck(PostList list, String what) {
+        list.recheck(what);
     }
 
     @Override

@@ -24,6 +24,8 @@ public abstract sealed class PostList permits WorkBatch, DatagramBatch {
     final long base;
     private final long sgeBase;
     private int size;
+    /** The buffer each request reads or writes, checked again at the post. */
+    private final RegisteredBuffer[] buffers;
 
     /**
      * Makes a list in {@code memory}, made by its queue pair ({@link QueuePair#newBatch},
@@ -37,6 +39,7 @@ public abstract sealed class PostList permits WorkBatch, DatagramBatch {
         this.memory = memory;
         this.base = memory.address();
         this.sgeBase = capacity * WR_BYTES;
+        this.buffers = new RegisteredBuffer[capacity];
     }
 
     /** The bytes of {@code capacity} requests and their SGEs; a subclass's own room comes after. */
@@ -64,6 +67,7 @@ public abstract sealed class PostList permits WorkBatch, DatagramBatch {
 
     /** Drops the collected requests. */
     public final void clear() {
+        java.util.Arrays.fill(buffers, 0, size, null);
         size = 0;
     }
 
@@ -94,7 +98,8 @@ public abstract sealed class PostList permits WorkBatch, DatagramBatch {
     }
 
     /** Counts request {@code i}, filled by the caller, and links the one before it to it. */
-    final void added(int i) {
+    final void added(int i, RegisteredBuffer local) {
+        buffers[i] = local;
         if (i > 0) {
             memory.set(LONG, wrOffset(i - 1) + ibv_send_wr.next$OFFSET, base + wrOffset(i));
         }
@@ -134,6 +139,17 @@ public abstract sealed class PostList permits WorkBatch, DatagramBatch {
             }
         }
         return run;
+    }
+
+    /**
+     * Checks again, at the post, that every buffer the requests name is open and its memory alive:
+     * a buffer closed (or its caller's arena closed) after it was added would let the device read
+     * or write memory that is no longer the buffer's.
+     */
+    final void recheck(String what) {
+        for (int i = 0; i < size; i++) {
+            buffers[i].checkOpen(what);
+        }
     }
 
     final long firstAddress() {

@@ -752,6 +752,7 @@ public final class QueuePair extends QueueEndpoint {
         if (batch.owner() != this) {
             throw new IllegalArgumentException("the batch belongs to another queue pair");
         }
+        batch.recheck("post a batch");
         int n = batch.size();
         if (n == 0) {
             return OK;

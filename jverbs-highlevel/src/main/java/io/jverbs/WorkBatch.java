@@ -164,7 +164,7 @@ public final class WorkBatch extends PostList {
             WorkRequests.rdma(memory, wr, remoteAddress, rkey);
         }
         signaled[i] = wantSignal;
-        added(i);
+        added(i, local);
         return this;
     }
 

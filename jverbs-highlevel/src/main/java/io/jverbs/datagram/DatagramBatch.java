@@ -64,7 +64,7 @@ public final class DatagramBatch extends PostList {
                 wantSignal ? verbs_h.IBV_SEND_SIGNALED : 0, 0, local.address() + localOffset, length, local.lkey());
         DatagramQueuePair.address(memory, wr, to);
         this.to[i] = to;
-        CORE.added(this, i);
+        CORE.added(this, i, local);
         return this;
     }
 

@@ -581,6 +581,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
         if (batch.owner() != this) {
             throw new IllegalArgumentException("the batch belongs to another queue pair");
         }
+        CORE.recheck(batch, "post a batch");
         int n = batch.size();
         if (n == 0) {
             return QueuePair.OK;

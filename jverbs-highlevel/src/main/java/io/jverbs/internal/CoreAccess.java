@@ -176,10 +176,20 @@ public interface CoreAccess {
     /**
      * Counts request {@code i}, filled by the caller, and links the one before it to it.
      *
-     * @param list the post list
-     * @param i    the request's index
+     * @param list  the post list
+     * @param i     the request's index
+     * @param local the buffer the request reads or writes, checked again at the post
      */
-    void added(PostList list, int i);
+    void added(PostList list, int i, RegisteredBuffer local);
+
+    /**
+     * Checks at the post that every buffer of the list is still open and its memory alive.
+     *
+     * @param list the post list
+     * @param what the operation, for the message
+     * @throws IllegalStateException when one is not
+     */
+    void recheck(PostList list, String what);
 
     /**
      * Sets or clears request {@code i}'s signaled flag.

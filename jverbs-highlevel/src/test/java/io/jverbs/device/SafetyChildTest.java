@@ -83,6 +83,22 @@ class SafetyChildTest {
             arena.close();
             return refused(IllegalStateException.class, "registered buffer", () -> lb.client.qp.post(r, 1, true));
         });
+        CASES.put("post a batched RDMA Read whose registration's arena closed after it was added", (lb, d) -> {
+            Arena arena = Arena.ofShared();
+            RegisteredBuffer reg = lb.client.pd.register(arena.allocate(4096, 4096));
+            io.jverbs.WorkBatch batch = lb.client.qp.newBatch(2);
+            batch.read(1, reg, 0, 4096, lb.serverRemote(), 0, true);
+            arena.close();
+            // the freed memory may be reused by the next allocation: the post must not reach the device
+            return refused(IllegalStateException.class, "registered buffer", () -> lb.client.qp.post(batch));
+        });
+        CASES.put("post a batch whose buffer was closed after it was added", (lb, d) -> {
+            RegisteredBuffer buffer = lb.client.pd.allocate(4096);
+            io.jverbs.WorkBatch batch = lb.client.qp.newBatch(2);
+            batch.write(1, buffer, 0, 4096, lb.serverRemote(), 0, true);
+            buffer.close();
+            return refused(IllegalStateException.class, "closed", () -> lb.client.qp.post(batch));
+        });
         CASES.put("a registration whose caller arena closed is released", (lb, d) -> {
             Arena arena = Arena.ofShared();
             RegisteredBuffer reg = lb.client.pd.register(arena.allocate(4096, 4096), Access.REMOTE_WRITE);
