@@ -60,16 +60,27 @@ public final class CompletionQueue extends Resource {
     /** The event thread's last look at {@link #pollCount}: the count then, and when it last moved. */
     private long sweptCount;
     private long sweptAt = System.nanoTime();
-    /** Copy-on-write under the monitor; read without a lock by each poll. */
+    /** Copy-on-write under {@link #attachLock}; read without a lock by each poll. */
     private volatile QueueEndpoint[] attached = new QueueEndpoint[0];
+    /** Serializes the copy-on-write of {@link #attached} (attach also holds the monitor, detach does not). */
+    private final Object attachLock = new Object();
     /**
      * Taken by each poll and by the destroy (which so waits for a poll in progress on another
      * thread); a confined queue's lock is only its owner thread's, and takes no compare-and-set.
      */
     private final PostLock polls;
-    private boolean destroyAfterPoll;
-    private long handlerFailures;
-    private Consumer<Throwable> errorListener = e -> LOG.log(System.Logger.Level.WARNING,
+    /**
+     * The queue is closed and its native destroy waits for the poll in progress (closed from a
+     * handler, or a handler on another thread did not return within {@link #CLOSE_WAIT_NANOS}):
+     * whoever next holds {@link #polls} destroys it. Set under the monitor, read and cleared under
+     * {@link #polls}.
+     */
+    private volatile boolean destroyAfterPoll;
+    /** How long a close waits for a poll in progress on another thread before leaving the destroy to it. */
+    private static final long CLOSE_WAIT_NANOS = 1_000_000_000L;
+    /** Written by the polling thread only (under {@link #polls}); read by any thread. */
+    private volatile long handlerFailures;
+    private volatile Consumer<Throwable> errorListener = e -> LOG.log(System.Logger.Level.WARNING,
             "a completion handler threw; polling goes on", e);
 
 
@@ -114,15 +125,18 @@ public final class CompletionQueue extends Resource {
                 }
                 throw VerbsException.of("ibv_create_cq", errno);
             }
+            // adopted under the monitor the context's destroy takes: a close never misses it, nor runs between
+            CompletionQueue queue = new CompletionQueue(context, cq, channel, capacity, confined);
+            try {
+                queue.adoptedByParent();
+            } catch (IllegalStateException e) {
+                synchronized (queue) {
+                    queue.destroyNative();
+                }
+                throw e;
+            }
+            return queue;
         }
-        CompletionQueue queue = new CompletionQueue(context, cq, channel, capacity, confined);
-        try {
-            queue.adoptedByParent();
-        } catch (IllegalStateException e) {
-            queue.destroyNative();
-            throw e;
-        }
-        return queue;
     }
 
     /**
@@ -204,6 +218,11 @@ public final class CompletionQueue extends Resource {
     }
 
     /** Whether the calling thread is the one that takes this queue's completions (its poller, or inside its poll). */
+    /** Whether the calling thread is the event thread of a context (this queue's or another's). */
+    boolean isEventThread() {
+        return Context.onEventThread();
+    }
+
     boolean isPollingThread() {
         Poller p = poller;
         return p != null && p.isPollerThread() || polls.heldByCurrentThread();
@@ -261,21 +280,24 @@ public final class CompletionQueue extends Resource {
     }
 
     /**
-     * Sets who hears of handler exceptions (default: a WARNING through {@code System.Logger}
-     * "io.jverbs").
+     * Sets who hears of exceptions thrown by user code on the polling thread: completion handlers,
+     * and the {@link io.jverbs.latency.LatencyRecorder} of a queue pair on this queue (default: a
+     * WARNING through {@code System.Logger} "io.jverbs"). Polling goes on after each; a
+     * completion whose recorder threw is still routed to its future or handler. The listener runs
+     * on the polling thread.
      *
-     * @param listener receives each exception a handler threw
+     * @param listener receives each exception
      */
     public synchronized void onHandlerError(Consumer<Throwable> listener) {
         this.errorListener = java.util.Objects.requireNonNull(listener);
     }
 
     /**
-     * Returns how many handler calls threw.
+     * Returns how many calls of user code on the polling thread (handlers, latency recorders) threw.
      *
-     * @return the count since creation
+     * @return the count since creation; any thread
      */
-    public synchronized long handlerFailures() {
+    public long handlerFailures() {
         return handlerFailures;
     }
 
@@ -335,7 +357,10 @@ public final class CompletionQueue extends Resource {
     }
 
     private int pollLocked(CompletionHandler handler, int max) {
-        ensureOpen("poll");
+        if (isClosed()) {
+            finishDeferredDestroy(); // a close left the destroy to the next holder of the lock
+            ensureOpen("poll");
+        }
         pollCount++;
         int n;
         n = DataPath.pollCq(pollFn, cqAddress, max, wcAddress);
@@ -352,15 +377,37 @@ public final class CompletionQueue extends Resource {
             }
         } finally {
             if (destroyAfterPoll) {
-                destroyAfterPoll = false;
-                try {
-                    destroyNow();
-                } finally {
-                    deferredDestroyDone();
-                }
+                finishDeferredDestroy();
             }
         }
         return n;
+    }
+
+    /** Runs a destroy a close left to the holder of {@link #polls}; the caller holds it. */
+    private void finishDeferredDestroy() {
+        if (!destroyAfterPoll) {
+            return;
+        }
+        destroyAfterPoll = false;
+        try {
+            destroyNow();
+        } finally {
+            deferredDestroyDone();
+        }
+    }
+
+    /**
+     * Called by a {@link Poller} that found this queue closed: runs the native destroy if a close
+     * left it to a poll, and the lock is free.
+     */
+    void finishClose() {
+        if (destroyAfterPoll && polls.tryLock("close")) {
+            try {
+                finishDeferredDestroy();
+            } finally {
+                polls.unlock();
+            }
+        }
     }
 
     private void dispatch(CompletionHandler handler) {
@@ -373,18 +420,32 @@ public final class CompletionQueue extends Resource {
                 break;
             }
         }
-        boolean forCaller = owner == null ? (view.wrId() & QueuePair.FUTURE_TAG) == 0 : owner.onCompletion(view, this);
+        boolean forCaller;
+        try {
+            forCaller = owner == null ? (view.wrId() & QueuePair.FUTURE_TAG) == 0 : owner.onCompletion(view, this);
+        } catch (RuntimeException | Error e) {
+            handlerFailed(e); // the routing itself failed (e.g. a dependent stage threw an Error): go on with the batch
+            return;
+        }
         if (forCaller && handler != null) {
             try {
                 handler.onCompletion(view);
             } catch (RuntimeException | Error e) {
-                handlerFailures++;
-                try {
-                    errorListener.accept(e);
-                } catch (RuntimeException ignored) {
-                    // the listener itself failed: nothing sensible left to report to
-                }
+                handlerFailed(e);
             }
+        }
+    }
+
+    /**
+     * User code called on the polling thread threw (a {@link CompletionHandler}, or a queue pair's
+     * {@link io.jverbs.latency.LatencyRecorder}): counted and reported, and polling goes on.
+     */
+    void handlerFailed(Throwable e) {
+        handlerFailures++;
+        try {
+            errorListener.accept(e);
+        } catch (RuntimeException ignored) {
+            // the listener itself failed: nothing sensible left to report to
         }
     }
 
@@ -446,18 +507,29 @@ public final class CompletionQueue extends Resource {
 
     synchronized void attach(QueueEndpoint qp) {
         ensureOpen("attach a queue pair");
+        if (closeBegun()) { // its close has taken the list of queue pairs to close first
+            throw new IllegalStateException(this + " is being closed: cannot attach a queue pair");
+        }
         int used = entriesInUse();
         if (used + qp.entriesOn(this) > deviceCapacity) {
             throw new IllegalArgumentException(this + " has room for " + deviceCapacity + " completions; its queue"
                     + " pairs could have " + (used + qp.entriesOn(this)) + " outstanding");
         }
-        QueueEndpoint[] next = Arrays.copyOf(attached, attached.length + 1);
-        next[attached.length] = qp;
-        attached = next;
+        synchronized (attachLock) {
+            QueueEndpoint[] next = Arrays.copyOf(attached, attached.length + 1);
+            next[attached.length] = qp;
+            attached = next;
+        }
     }
 
-    synchronized void detach(QueueEndpoint qp) {
-        attached = Arrays.stream(attached).filter(q -> q != qp).toArray(QueueEndpoint[]::new);
+    /**
+     * Not under the monitor, which {@link #waitForEvent} holds for its whole wait: a queue pair's
+     * close must not wait for it.
+     */
+    void detach(QueueEndpoint qp) {
+        synchronized (attachLock) {
+            attached = Arrays.stream(attached).filter(q -> q != qp).toArray(QueueEndpoint[]::new);
+        }
     }
 
     @Override
@@ -478,11 +550,47 @@ public final class CompletionQueue extends Resource {
             destroyDeferred(); // and the context's destroy waits for it
             return;
         }
-        polls.lock("close");
+        // Under this queue's monitor. The poll in progress on another thread may be inside a handler
+        // that needs the monitor (its own close of this queue, handle()): wait with the monitor
+        // released, so that handler sees the queue closed and returns, and its poll ends. A handler
+        // that does not return within CLOSE_WAIT_NANOS (blocked in user code) gets the destroy: its
+        // poll runs it on the way out, and the context's destroy waits for it.
+        boolean interrupted = false;
+        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
         try {
-            destroyNow();
+            while (!polls.tryLock("close")) {
+                if (System.nanoTime() - deadline > 0) {
+                    destroyAfterPoll = true;
+                    destroyDeferred();
+                    // the poll may have passed its look at the flag and be about to let go of the lock
+                    for (int i = 0; i < 1000; i++) {
+                        if (polls.tryLock("close")) {
+                            try {
+                                finishDeferredDestroy();
+                            } finally {
+                                polls.unlock();
+                            }
+                            return;
+                        }
+                        Thread.onSpinWait();
+                    }
+                    return;
+                }
+                try {
+                    wait(1);
+                } catch (InterruptedException e) {
+                    interrupted = true; // the destroy must still happen; the interrupt is kept
+                }
+            }
+            try {
+                destroyNow();
+            } finally {
+                polls.unlock();
+            }
         } finally {
-            polls.unlock();
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 

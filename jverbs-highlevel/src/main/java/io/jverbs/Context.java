@@ -64,7 +64,7 @@ public final class Context extends Resource {
         this.name = name;
         this.context = context;
         coarseNanos = System.nanoTime();
-        this.events = Thread.ofPlatform().name("jverbs-events-" + name).daemon(true).unstarted(this::watchEvents);
+        this.events = new EventThread("jverbs-events-" + name, this::watchEvents);
         events.start();
     }
 
@@ -127,7 +127,7 @@ public final class Context extends Resource {
                     long now = System.nanoTime();
                     coarseNanos = now;
                     sweep(now);
-                } catch (RuntimeException e) {
+                } catch (RuntimeException | Error e) { // a listener's or a future callback's: the thread must live on
                     System.getLogger("io.jverbs").log(System.Logger.Level.WARNING,
                             "the event thread of " + name + " met an error; it goes on", e);
                 }
@@ -179,7 +179,7 @@ public final class Context extends Resource {
         for (java.util.function.Consumer<AsyncEvent> l : listeners) {
             try {
                 l.accept(e);
-            } catch (RuntimeException failure) {
+            } catch (RuntimeException | Error failure) {
                 System.getLogger("io.jverbs").log(System.Logger.Level.WARNING, "an async event listener threw", failure);
             }
         }
@@ -188,7 +188,12 @@ public final class Context extends Resource {
     /** The periodic duty: futures past their deadline, registrations whose memory was freed. */
     private void sweep(long now) {
         for (QueueEndpoint qp : queuePairs()) {
-            qp.expireFutures(now);
+            try {
+                qp.expireFutures(now); // one queue pair's failure leaves the others' deadlines kept
+            } catch (RuntimeException | Error e) {
+                System.getLogger("io.jverbs").log(System.Logger.Level.WARNING,
+                        "failing the late futures of " + qp.kindAndNumber() + " failed", e);
+            }
         }
         for (Resource r : children()) {
             if (r instanceof ProtectionDomain pd) {
@@ -217,6 +222,19 @@ public final class Context extends Resource {
             java.util.Collections.addAll(out, cq.attached());
         }
         return out;
+    }
+
+    /** Whether the calling thread is the event thread of a context (which fails late futures). */
+    static boolean onEventThread() {
+        return Thread.currentThread() instanceof EventThread;
+    }
+
+    /** The thread of a context that reads asynchronous events and fails late futures. */
+    private static final class EventThread extends Thread {
+        EventThread(String name, Runnable task) {
+            super(null, task, name);
+            setDaemon(true);
+        }
     }
 
     /** Stops the event thread (at most its 100 ms wait) before the device is closed. */
@@ -410,8 +428,9 @@ public final class Context extends Resource {
             if (pd.address() == 0) {
                 throw VerbsException.of("ibv_alloc_pd", Native.lastErrno());
             }
+            // adopted under the monitor the destroy takes: a close never misses it, nor runs between
+            return ProtectionDomain.adopt(this, pd);
         }
-        return ProtectionDomain.adopt(this, pd);
     }
 
     /**

@@ -52,6 +52,8 @@ public final class MemoryWindow extends Resource {
     private volatile boolean valid;
     /** An invalidation is posted and has not completed (guarded by this). */
     private boolean invalidating;
+    /** An invalidation failed after it was posted (guarded by this): {@link #invalidating} stays set. */
+    private boolean invalidationFailed;
 
     private MemoryWindow(QueuePair qp, RegisteredBuffer buffer, MemorySegment mw, long address, long length,
                          Set<Access> rights) {
@@ -69,14 +71,23 @@ public final class MemoryWindow extends Resource {
 
     /** Allocates a window in {@code qp}'s domain for {@code [address, address + length)} of {@code buffer}; not bound yet. */
     static MemoryWindow allocate(QueuePair qp, RegisteredBuffer buffer, long address, long length, Set<Access> rights) {
-        MemorySegment mw = InlineVerbs.ibv_alloc_mw(qp.protectionDomain().handle(),
-                io.jverbs.ibverbs.raw.verbs_h.IBV_MW_TYPE_2);
-        if (mw.address() == 0) {
-            throw VerbsException.of("ibv_alloc_mw", Native.lastErrno());
+        MemoryWindow w;
+        synchronized (qp) { // adopted under the monitor the queue pair's destroy takes
+            qp.ensureOpen("open a memory window");
+            MemorySegment mw = InlineVerbs.ibv_alloc_mw(qp.protectionDomain().handle(),
+                    io.jverbs.ibverbs.raw.verbs_h.IBV_MW_TYPE_2);
+            if (mw.address() == 0) {
+                throw VerbsException.of("ibv_alloc_mw", Native.lastErrno());
+            }
+            w = new MemoryWindow(qp, buffer, mw.reinterpret(ibv_mw.sizeof()), address, length, rights);
+            try {
+                w.adoptedByParent();
+            } catch (RuntimeException e) {
+                w.close();
+                throw e;
+            }
         }
-        MemoryWindow w = new MemoryWindow(qp, buffer, mw.reinterpret(ibv_mw.sizeof()), address, length, rights);
         try {
-            w.adoptedByParent();
             buffer.addWindow(w);
         } catch (RuntimeException e) {
             w.close();
@@ -135,7 +146,8 @@ public final class MemoryWindow extends Resource {
      * Revokes the window on its queue pair's send queue ({@code IBV_WR_LOCAL_INV}). Once the
      * future completes, a peer's request with the window's rkey fails with a remote access error.
      * The window stays allocated until {@link #close()}. A window is invalidated once: a second
-     * call, while the first is in flight or after it, is refused before anything is posted (some
+     * call, while the first is in flight or after it (even when the first failed or timed out: its
+     * request may still be queued), is refused before anything is posted (some
      * providers do not survive the invalidation of a revoked window: Soft-RoCE on Linux 6.12
      * dereferences a NULL pointer in the kernel on it).
      *
@@ -149,8 +161,10 @@ public final class MemoryWindow extends Resource {
         ensureOpen("invalidate it");
         synchronized (this) {
             if (invalidating || !valid) {
-                throw new IllegalStateException(this + (invalidating ? " is being invalidated already"
-                        : " was invalidated already") + ": a window is invalidated once (close() frees it)");
+                throw new IllegalStateException(this + (invalidationFailed ? " had an invalidation that failed or"
+                        + " timed out: it may still be queued, and may or may not have run"
+                        : invalidating ? " is being invalidated already" : " was invalidated already")
+                        + ": a window is invalidated once (close() frees it)");
             }
             invalidating = true;
         }
@@ -165,9 +179,14 @@ public final class MemoryWindow extends Resource {
         }
         return posted.handle((r, failure) -> {
             synchronized (this) {
-                invalidating = false;
                 if (failure == null) {
+                    invalidating = false;
                     valid = false;
+                } else if (unwrap(failure) instanceof QueueFullException) {
+                    invalidating = false; // refused before the device saw it: nothing was posted
+                } else {
+                    // timed out (still queued, it may run later) or flushed: it is never posted again
+                    invalidationFailed = true;
                 }
             }
             if (failure != null) {
@@ -176,6 +195,10 @@ public final class MemoryWindow extends Resource {
             }
             return null;
         });
+    }
+
+    private static Throwable unwrap(Throwable t) {
+        return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
     }
 
     long remoteAddress() {

@@ -9,23 +9,89 @@ import java.util.concurrent.TimeoutException;
  * The future of an asynchronous operation: a {@link CompletableFuture} that refuses to block the
  * one thread able to complete it. Its completion is taken by whoever polls {@link #queue}; a
  * {@link #get()} or {@link #join()} on that thread (the {@link Poller}'s, or a thread inside
- * {@link CompletionQueue#poll}) would wait forever, so it throws instead. Dependent stages
+ * {@link CompletionQueue#poll}) would wait forever, so it throws instead; so does a wait on the
+ * context's event thread (in a callback of a future it failed by deadline), which would stop
+ * every deadline of the context. Only jverbs ends the future of a posted request: its
+ * {@code cancel}, {@code complete} and {@code completeExceptionally} return false (a posted request
+ * cannot be withdrawn; the device may still use its buffer), so {@code orTimeout} and
+ * {@code completeOnTimeout} do not end it either. When jverbs fails it before the device completed
+ * the request (the poller ended, nobody polls, the operation timeout passed), the queue pair is
+ * put in error first, so the device flushes the request and no longer touches its buffer.
+ * Dependent stages
  * ({@code thenApply}, …) carry the same check.
  */
 final class OperationFuture<T> extends CompletableFuture<T> {
     private final CompletionQueue queue;
     private final String what;
+    /** The future of a posted request (not a dependent stage): only jverbs ends it. */
+    private final boolean request;
 
+    /** The future of a request about to be posted. */
     OperationFuture(CompletionQueue queue, String what) {
+        this(queue, what, true);
+    }
+
+    private OperationFuture(CompletionQueue queue, String what, boolean request) {
         this.queue = queue;
         this.what = what;
+        this.request = request;
+    }
+
+    /** Completes it with the device's result (jverbs' side). */
+    boolean finish(T value) {
+        return super.complete(value);
+    }
+
+    /** Fails it (jverbs' side: a failed completion, a closed queue pair, a deadline, a refused post). */
+    boolean fail(Throwable cause) {
+        return super.completeExceptionally(cause);
+    }
+
+    /**
+     * Refused for the future of a posted request while it is pending: a posted work request cannot
+     * be withdrawn, and the device may still write its buffer. Wait with a timeout instead
+     * ({@code get(timeout, unit)}), or rely on the queue pair's operation timeout.
+     *
+     * @return false while the request is pending (nothing changes); for a dependent stage, as
+     *         {@link CompletableFuture#cancel}
+     */
+    @Override
+    public boolean cancel(boolean mayInterruptIfRunning) {
+        return !request && super.cancel(mayInterruptIfRunning);
+    }
+
+    /**
+     * Refused for the future of a posted request (returns false): only its completion ends it.
+     * {@code completeOnTimeout} has no effect on it for the same reason.
+     */
+    @Override
+    public boolean complete(T value) {
+        return !request && super.complete(value);
+    }
+
+    /**
+     * Refused for the future of a posted request (returns false): only its completion ends it.
+     * {@code orTimeout} has no effect on it for the same reason: use {@code get(timeout, unit)}
+     * or the queue pair's operation timeout ({@link QueuePairConfig#withOperationTimeout}).
+     */
+    @Override
+    public boolean completeExceptionally(Throwable ex) {
+        return !request && super.completeExceptionally(ex);
     }
 
     private void refuseSelfWait() {
-        if (!isDone() && queue.isPollingThread()) {
+        if (isDone()) {
+            return;
+        }
+        if (queue.isPollingThread()) {
             throw new IllegalStateException("waiting for " + what + " on the thread that polls " + queue
                     + " would wait forever (only this thread can take its completion): chain the work with"
                     + " thenAccept/whenComplete, or wait on another thread");
+        }
+        if (queue.isEventThread()) {
+            throw new IllegalStateException("waiting for " + what + " on the event thread of a context (in a callback"
+                    + " of a future it failed) would stop the deadlines of every future of that context, perhaps this"
+                    + " one's: chain the work with thenAccept/whenComplete, or wait on another thread");
         }
     }
 
@@ -49,6 +115,6 @@ final class OperationFuture<T> extends CompletableFuture<T> {
 
     @Override
     public <U> CompletableFuture<U> newIncompleteFuture() {
-        return new OperationFuture<>(queue, what);
+        return new OperationFuture<>(queue, what, false);
     }
 }

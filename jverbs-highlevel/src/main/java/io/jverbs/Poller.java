@@ -154,6 +154,9 @@ public final class Poller implements AutoCloseable {
             }
             for (CompletionQueue q : queues) {
                 q.release(this, why);
+                if (q.isClosed()) {
+                    q.finishClose();
+                }
             }
         }
     }
@@ -161,6 +164,7 @@ public final class Poller implements AutoCloseable {
     /** Polls {@code q}; a queue closed under the poller is dropped, the others go on. */
     private int pollOrDrop(CompletionQueue q) {
         if (q.isClosed()) {
+            q.finishClose(); // a destroy its close left to the poll
             live.remove(q);
             return 0;
         }

@@ -163,6 +163,7 @@ public final class ProtectionDomain extends Resource {
                     + ": a peer could change it; grant REMOTE_READ only, or register a writable segment");
         }
         MemorySegment mr;
+        RegisteredBuffer buffer;
         synchronized (this) {
             ensureOpen("register memory");
             // a device with type-2 windows may share a range of any buffer through one (QueuePair.openWindowAsync)
@@ -173,8 +174,8 @@ public final class ProtectionDomain extends Resource {
                 String hint = regionHint(errno, memory.byteSize(), isSoftRoce(context().name()));
                 throw hint != null ? new VerbsException("ibv_reg_mr", errno, hint) : VerbsException.of("ibv_reg_mr", errno);
             }
+            buffer = RegisteredBuffer.adopt(this, memory, owned, mr, rights); // under the monitor the destroy takes
         }
-        RegisteredBuffer buffer = RegisteredBuffer.adopt(this, memory, owned, mr, rights);
         grantRemoteAccess(rights);
         return buffer;
     }

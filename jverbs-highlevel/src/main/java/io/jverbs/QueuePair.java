@@ -136,7 +136,7 @@ public final class QueuePair extends QueueEndpoint {
     private int sendOutstanding() {
         return sendQueue.outstanding();
     }
-    private final CompletableFuture<?>[] pending;
+    private final OperationFuture<?>[] pending;
     private final String[] pendingWhat;
     /** When each pending future's request was posted ({@link System#nanoTime()}), for its deadline. */
     private final long[] pendingSince;
@@ -170,7 +170,7 @@ public final class QueuePair extends QueueEndpoint {
         this.postRecvFn = WorkRequests.postRecvOp(ctx);
         this.sendQueue = new SendQueue(config.maxSendWr());
         int slots = config.maxSendWr() + config.maxRecvWr();
-        this.pending = new CompletableFuture<?>[slots];
+        this.pending = new OperationFuture<?>[slots];
         this.pendingWhat = new String[slots];
         this.pendingSince = new long[slots];
         this.freeSlots = new int[slots];
@@ -212,25 +212,26 @@ public final class QueuePair extends QueueEndpoint {
                 }
                 maxInline = Math.min(ibv_qp_cap.max_inline_data(cap), config.maxInlineData());
             }
-        }
-        QueuePair pair = null;
-        try {
-            pair = new QueuePair(pd, config, qp, maxInline, gid, port);
-            config.sendQueue().attach(pair);
-            if (config.receiveQueue() != config.sendQueue()) {
-                config.receiveQueue().attach(pair);
+            // adopted under the monitor the domain's destroy takes: a close never misses it, nor runs between
+            QueuePair pair = null;
+            try {
+                pair = new QueuePair(pd, config, qp, maxInline, gid, port);
+                config.sendQueue().attach(pair);
+                if (config.receiveQueue() != config.sendQueue()) {
+                    config.receiveQueue().attach(pair);
+                }
+                pair.toInit();
+                pair.adoptedByParent();
+            } catch (RuntimeException e) {
+                if (pair != null) {
+                    config.sendQueue().detach(pair);
+                    config.receiveQueue().detach(pair);
+                }
+                verbs_h.ibv_destroy_qp(qp);
+                throw e;
             }
-            pair.toInit();
-            pair.adoptedByParent();
-        } catch (RuntimeException e) {
-            if (pair != null) {
-                config.sendQueue().detach(pair);
-                config.receiveQueue().detach(pair);
-            }
-            verbs_h.ibv_destroy_qp(qp);
-            throw e;
+            return pair;
         }
-        return pair;
     }
 
     @Override
@@ -317,7 +318,9 @@ public final class QueuePair extends QueueEndpoint {
     /**
      * Returns why the queue pair is in error.
      *
-     * @return the first failed completion, as text, or {@code null} when not in error
+     * @return the first cause, as text (a failed completion, an asynchronous event, the peer's
+     *         disconnect, or futures jverbs failed with their requests still in the device), or
+     *         {@code null} when not in error
      */
     public synchronized String error() {
         return errorText;
@@ -506,6 +509,15 @@ public final class QueuePair extends QueueEndpoint {
      * flushed (its futures fail with WR_FLUSH_ERR) and later posts are refused with the reason.
      */
     void peerDisconnected(String why) {
+        enterError(why);
+    }
+
+    /**
+     * Puts the queue pair in ERR with {@code why}, unless closed or in error already: the device
+     * flushes its work (each request completes with WR_FLUSH_ERR) and touches no buffer of it
+     * again; later posts are refused with the reason.
+     */
+    private void enterError(String why) {
         synchronized (this) {
             if (isClosed() || state == State.ERROR) {
                 return;
@@ -1207,7 +1219,7 @@ public final class QueuePair extends QueueEndpoint {
         synchronized (this) {
             ensureOpen(what);
             if (freeCount == 0) {
-                future.completeExceptionally(new QueueFullException("queue pair " + number + ": every slot has work"
+                future.fail(new QueueFullException("queue pair " + number + ": every slot has work"
                         + " in flight"));
                 return future;
             }
@@ -1224,7 +1236,7 @@ public final class QueuePair extends QueueEndpoint {
             }
             if (rc != OK) {
                 releaseSlot(slot);
-                future.completeExceptionally(new QueueFullException("queue pair " + number + ": "
+                future.fail(new QueueFullException("queue pair " + number + ": "
                         + (rc == SEND_QUEUE_FULL ? "send queue full (" + config.maxSendWr() + " in flight)"
                                                  : "receive queue full (" + config.maxRecvWr() + " posted)")));
             }
@@ -1245,18 +1257,22 @@ public final class QueuePair extends QueueEndpoint {
 
     @Override
     void failPending(Throwable cause, CompletionQueue queue) {
-        List<CompletableFuture<?>> fail = new ArrayList<>();
+        List<OperationFuture<?>> fail = new ArrayList<>();
         synchronized (this) {
             for (int i = 0; i < pending.length; i++) {
-                CompletableFuture<?> f = pending[i];
+                OperationFuture<?> f = pending[i];
                 CompletionQueue of = queueOf(pendingWhat[i]);
                 if (f != null && !f.isDone() && (queue == null || queue == of)) {
                     fail.add(f); // the slot stays taken: the request may still be in the device
                 }
             }
         }
-        for (CompletableFuture<?> f : fail) {
-            f.completeExceptionally(cause);
+        if (!fail.isEmpty()) {
+            enterError("its futures failed with their requests in the device (" + cause.getMessage() + "): put in"
+                    + " error so the device flushes them and no longer touches their buffers");
+        }
+        for (OperationFuture<?> f : fail) {
+            f.fail(cause);
         }
     }
 
@@ -1269,11 +1285,11 @@ public final class QueuePair extends QueueEndpoint {
         boolean sendUnattended = config.sendQueue().unattendedFor(now, UNATTENDED_NANOS);
         boolean recvUnattended = config.receiveQueue() == config.sendQueue() ? sendUnattended
                 : config.receiveQueue().unattendedFor(now, UNATTENDED_NANOS);
-        List<CompletableFuture<?>> late = null;
+        List<OperationFuture<?>> late = null;
         List<String> lateWhat = null;
         synchronized (this) {
             for (int i = 0; i < pending.length; i++) {
-                CompletableFuture<?> f = pending[i];
+                OperationFuture<?> f = pending[i];
                 // a receive waits for the peer's message, which may legitimately take any time: no deadline
                 boolean receive = "Receive".equals(pendingWhat[i]);
                 boolean unattended = receive ? recvUnattended : sendUnattended;
@@ -1291,9 +1307,11 @@ public final class QueuePair extends QueueEndpoint {
         if (late == null) {
             return;
         }
+        enterError(late.size() + " of its futures failed by deadline with their requests in the device: put in"
+                + " error so the device flushes them and no longer touches their buffers");
         for (int i = 0; i < late.size(); i++) {
             CompletionQueue queue = queueOf(lateWhat.get(i));
-            late.get(i).completeExceptionally(queue.isServed() || !queue.unattendedFor(now, UNATTENDED_NANOS)
+            late.get(i).fail(queue.isServed() || !queue.unattendedFor(now, UNATTENDED_NANOS)
                     ? new java.util.concurrent.TimeoutException(lateWhat.get(i) + " on queue pair " + number
                             + " had no completion within its operation timeout of " + config.operationTimeout().toMillis()
                             + " ms (QueuePairConfig.withOperationTimeout)")
@@ -1657,7 +1675,11 @@ public final class QueuePair extends QueueEndpoint {
                 sendQueue.retireOne();
                 LatencyTracker tracker = latency;
                 if (tracker != null) {
-                    tracker.completed();
+                    try {
+                        tracker.completed();
+                    } catch (RuntimeException | Error e) {
+                        from.handlerFailed(e); // the recorder threw: the completion is still routed
+                    }
                 }
             }
             if ((wrId & FUTURE_TAG) == 0) {
@@ -1673,7 +1695,7 @@ public final class QueuePair extends QueueEndpoint {
         if (status != WcStatus.SUCCESS && tracker != null) {
             tracker.failed(); // any failure errors the queue pair (a failed completion's opcode is not defined)
         }
-        CompletableFuture<?> future = null;
+        OperationFuture<?> future = null;
         String what = null;
         synchronized (this) {
             if (status != WcStatus.SUCCESS && state != State.ERROR && !isClosed()) {
@@ -1695,12 +1717,12 @@ public final class QueuePair extends QueueEndpoint {
         }
         if (future != null) {
             @SuppressWarnings("unchecked")
-            CompletableFuture<WorkResult> f = (CompletableFuture<WorkResult>) future;
+            OperationFuture<WorkResult> f = (OperationFuture<WorkResult>) future;
             if (status == WcStatus.SUCCESS) {
-                f.complete(new WorkResult(c.opcode(), c.byteLength(), c.hasImmediate() ? c.immediateData() : 0,
+                f.finish(new WorkResult(c.opcode(), c.byteLength(), c.hasImmediate() ? c.immediateData() : 0,
                         c.hasImmediate()));
             } else {
-                f.completeExceptionally(new CompletionFailedException(what, status, c.vendorError(), number));
+                f.fail(new CompletionFailedException(what, status, c.vendorError(), number));
             }
         }
         return false;
@@ -1754,7 +1776,7 @@ public final class QueuePair extends QueueEndpoint {
 
     @Override
     protected void destroyQueuePair() {
-        List<CompletableFuture<?>> orphans = new ArrayList<>();
+        List<OperationFuture<?>> orphans = new ArrayList<>();
         for (int i = 0; i < pending.length; i++) {
             if (pending[i] != null) {
                 orphans.add(pending[i]);
@@ -1770,8 +1792,8 @@ public final class QueuePair extends QueueEndpoint {
         } finally {
             posting.unlock();
         }
-        for (CompletableFuture<?> f : orphans) {
-            f.completeExceptionally(new IllegalStateException("queue pair " + number
+        for (OperationFuture<?> f : orphans) {
+            f.fail(new IllegalStateException("queue pair " + number
                     + " was closed with this operation in flight"));
         }
         VerbsException.check("ibv_destroy_qp", rc, 0);

@@ -58,7 +58,7 @@ import java.util.Objects;
  * @param operationTimeout the most a future of a send-side operation (Write, Read, Send, atomics)
  *                      waits for its completion: it then fails with a
  *                      {@link java.util.concurrent.TimeoutException} naming the operation (default
- *                      10 s; at least 1 ms). A receive's future has no deadline (it waits for the
+ *                      10 s; 1 ms to 365 days). A receive's future has no deadline (it waits for the
  *                      peer's message); it fails when the queue pair errors or closes, or when the
  *                      poller serving it ends. Any future whose completion queue nobody polls
  *                      (no {@link Poller}, no call to {@link CompletionQueue#poll} for 2 s) fails
@@ -68,6 +68,8 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
                               int maxInlineData, int port, int gidIndex, int signalEvery, int timeout, int retryCount,
                               int rnrRetry, int maxRdAtomic, boolean confined, Transport transport, int minRnrTimer,
                               java.util.Set<Access> remoteAccess, java.time.Duration operationTimeout) {
+    /** The longest {@link #operationTimeout()}: 365 days. */
+    public static final java.time.Duration MAX_OPERATION_TIMEOUT = java.time.Duration.ofDays(365);
     /** The default {@link #operationTimeout()}. */
     public static final java.time.Duration DEFAULT_OPERATION_TIMEOUT = java.time.Duration.ofSeconds(10);
 
@@ -108,7 +110,8 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
         check(maxRdAtomic >= 1 && maxRdAtomic <= 255, "maxRdAtomic 1..255");
         check(minRnrTimer >= 0 && minRnrTimer <= 31, "minRnrTimer 0..31");
         Objects.requireNonNull(operationTimeout, "operationTimeout");
-        check(operationTimeout.compareTo(java.time.Duration.ofMillis(1)) >= 0, "operationTimeout at least 1 ms");
+        check(operationTimeout.compareTo(java.time.Duration.ofMillis(1)) >= 0
+                && operationTimeout.compareTo(MAX_OPERATION_TIMEOUT) <= 0, "operationTimeout 1 ms to 365 days");
         if (remoteAccess != null) {
             remoteAccess = java.util.Set.copyOf(remoteAccess);
             check(transport == Transport.RC || !remoteAccess.contains(Access.REMOTE_READ)
@@ -315,9 +318,9 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
     /**
      * Returns a copy whose futures fail after {@code timeout} without a completion.
      *
-     * @param limit at least 1 ms
+     * @param limit 1 ms to {@link #MAX_OPERATION_TIMEOUT} (365 days)
      * @return the copy
-     * @throws IllegalArgumentException when below 1 ms
+     * @throws IllegalArgumentException when outside that range
      */
     public QueuePairConfig withOperationTimeout(java.time.Duration limit) {
         return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,

@@ -57,7 +57,8 @@ public final class RemoteBuffer {
      * @throws NullPointerException     when {@code rights} is null
      */
     public RemoteBuffer(long address, long length, int rkey, Set<Access> rights) {
-        if (length < 0 || address + length < address && address + length != 0) {
+        // unsigned: an address is a 64-bit unsigned number; a range may end exactly at 2^64
+        if (length < 0 || Long.compareUnsigned(address + length, address) < 0 && address + length != 0) {
             throw new IllegalArgumentException("invalid remote buffer: address 0x" + Long.toHexString(address)
                     + ", length " + length);
         }

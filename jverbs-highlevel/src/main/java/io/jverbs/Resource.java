@@ -29,6 +29,11 @@ public abstract sealed class Resource implements AutoCloseable
     private final List<Resource> children = new ArrayList<>();
     /** Written under the monitor; volatile so {@link #isClosed()} and the posts and polls need no monitor. */
     private volatile boolean closed;
+    /**
+     * A close has taken its list of children (guarded by the monitor): no child is adopted after
+     * it, so none outlives this object. Creations adopt under the monitor the destroy takes too.
+     */
+    private boolean closing;
     /** Children closed whose native destroy still waits (a completion queue closed from its own handler). */
     private int deferredChildren;
     /** Closed while {@link #deferredChildren} was not 0: the native destroy runs when the last of them is done. */
@@ -47,15 +52,50 @@ public abstract sealed class Resource implements AutoCloseable
     }
 
     private synchronized void adopt(Resource child) {
-        if (closed) {
+        if (closing) {
             // The parent was closed while the child was being made: undo the child right away.
             throw new IllegalStateException(kind + " is closed: cannot create a " + child.kind + " under it");
         }
         children.add(child);
     }
 
-    private synchronized void forget(Resource child) {
-        children.remove(child);
+    private void forget(Resource child) {
+        synchronized (this) {
+            children.remove(child);
+            if (!destroyIfDue()) {
+                return;
+            }
+        }
+        deferredDestroyDone();
+    }
+
+    /**
+     * Runs the destroy a close left pending, once no child is left and no child's destroy waits;
+     * under the monitor.
+     *
+     * @return true when it ran the destroy (the caller then tells the parent, outside the monitor)
+     */
+    private boolean destroyIfDue() {
+        if (!destroyPending || deferredChildren > 0 || !children.isEmpty()) {
+            return false;
+        }
+        destroyPending = false;
+        try {
+            destroyNative();
+        } catch (RuntimeException e) {
+            System.getLogger("io.jverbs").log(System.Logger.Level.WARNING, "deferred destroy of " + kind + " failed", e);
+        }
+        return true;
+    }
+
+    /**
+     * Returns whether a close has begun (it may still be closing the children); call under the
+     * monitor.
+     *
+     * @return true from the moment a close took its list of children
+     */
+    final boolean closeBegun() {
+        return closing;
     }
 
     /** The open children at this moment, in creation order. */
@@ -66,7 +106,9 @@ public abstract sealed class Resource implements AutoCloseable
     /**
      * Returns whether {@link #close()} has run.
      *
-     * @return true once this object is closed (its native object destroyed)
+     * @return true once this object is closed: no operation on it is accepted any more (its
+     *         native object is destroyed then, or as soon as a child's destroy still running on
+     *         another thread is done)
      */
     public final boolean isClosed() {
         return closed;
@@ -96,7 +138,10 @@ public abstract sealed class Resource implements AutoCloseable
 
     /**
      * Closes the children (in reverse order of creation), then destroys this native object and
-     * removes it from its parent. Idempotent; safe from any thread, except that a confined
+     * removes it from its parent. When a child's destroy is still running elsewhere (another
+     * thread closing it, or a poll in progress whose handler closed its queue), this object's
+     * destroy runs right after that child's, on that thread: a parent is never destroyed before
+     * its children.
      * object (or a parent of one) is closed only from the confined object's thread.
      *
      * @throws WrongThreadException when this object, or one its close would close, is confined to
@@ -106,14 +151,18 @@ public abstract sealed class Resource implements AutoCloseable
      */
     @Override
     public final void close() {
+        if (closed) {
+            return;
+        }
+        checkCloser(Thread.currentThread()); // before anything is closed
         List<Resource> toClose;
         synchronized (this) {
             if (closed) {
                 return;
             }
+            closing = true;
             toClose = new ArrayList<>(children);
         }
-        checkCloser(Thread.currentThread());
         RuntimeException failure = null;
         for (int i = toClose.size() - 1; i >= 0; i--) {
             try {
@@ -130,9 +179,10 @@ public abstract sealed class Resource implements AutoCloseable
         synchronized (this) {
             if (!closed) {
                 closed = true;
-                if (deferredChildren > 0) {
-                    // a child's destroy waits for a poll in progress: this object's destroy (and its
-                    // ancestors') waits with it, so a parent is never destroyed before its children
+                if (deferredChildren > 0 || !children.isEmpty()) {
+                    // a child's destroy waits for a poll in progress, or another thread is still
+                    // closing a child: this object's destroy (and its ancestors') waits for it, so a
+                    // parent is never destroyed before its children
                     destroyPending = true;
                     destroyDeferred();
                 } else {
@@ -224,14 +274,8 @@ public abstract sealed class Resource implements AutoCloseable
     private void childDestroyed() {
         synchronized (this) {
             deferredChildren--;
-            if (!destroyPending || deferredChildren > 0) {
+            if (!destroyIfDue()) {
                 return;
-            }
-            destroyPending = false;
-            try {
-                destroyNative();
-            } catch (RuntimeException e) {
-                System.getLogger("io.jverbs").log(System.Logger.Level.WARNING, "deferred destroy of " + kind + " failed", e);
             }
         }
         deferredDestroyDone();

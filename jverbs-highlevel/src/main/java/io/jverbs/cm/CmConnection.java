@@ -139,15 +139,23 @@ public final class CmConnection implements AutoCloseable {
 
     /**
      * Disconnects, closes the queue pair, and hands the id and its channel to the reaper.
-     * Idempotent; safe from any thread, a completion handler included.
+     * Idempotent; safe from any thread, a completion handler included, except that the connection
+     * of a confined queue pair is closed from that queue pair's thread only.
+     *
+     * @throws WrongThreadException when the queue pair is confined to another thread (nothing is
+     *                              closed then: the peer sees no disconnect)
      */
     @Override
     public void close() {
         try {
             qp.close(); // its close releases this connection first
-        } finally {
+        } catch (WrongThreadException e) {
+            throw e; // a confined queue pair closed from another thread: nothing is closed, the peer sees nothing
+        } catch (RuntimeException | Error e) {
             release();
+            throw e;
         }
+        release();
     }
 
     /** Disconnects the peer, stops the watcher, and reaps the id: once, before the queue pair's destroy. */

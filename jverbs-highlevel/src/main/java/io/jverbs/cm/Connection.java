@@ -40,13 +40,15 @@ import java.util.function.UnaryOperator;
  */
 public final class Connection implements AutoCloseable {
     private final CmConnection cm;
-    private final CompletionQueue cq;
-    private final Poller poller;
+    /** Its completion queue, queue pair, poller and receive ring (released to another connection at close). */
+    private final Parts parts;
+    /** Rings posted for a live connection: a ring's slots belong to one connection's receives at a time. */
+    private static final java.util.Set<RegisteredBuffer> RINGS_IN_USE =
+            java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
 
-    private Connection(CmConnection cm, CompletionQueue cq, Poller poller) {
+    private Connection(CmConnection cm, Parts parts) {
         this.cm = cm;
-        this.cq = cq;
-        this.poller = poller;
+        this.parts = parts;
     }
 
     /**
@@ -139,7 +141,9 @@ public final class Connection implements AutoCloseable {
         /**
          * Returns a copy that posts a receive per slot of {@code ring} before connecting.
          *
-         * @param ring      registered in the connection's protection domain
+         * @param ring      registered in the connection's protection domain; one live connection
+         *                  at a time may use it (a server gives each accept a ring of its own:
+         *                  {@link Server#accept(Duration, Options)})
          * @param slotBytes bytes per slot; {@code ring.length() / slotBytes} slots (at most the
          *                  receive depth)
          * @return the copy
@@ -207,29 +211,79 @@ public final class Connection implements AutoCloseable {
         }
     }
 
-    /** A queue pair on a completion queue of its own, the ring's receives posted, a poller if asked. */
-    private record Parts(CompletionQueue cq, QueuePair qp, Poller poller) {
+    /**
+     * A queue pair on a completion queue of its own, the ring's receives posted (the ring claimed
+     * for it), a poller if asked.
+     */
+    private record Parts(CompletionQueue cq, QueuePair qp, Poller poller, RegisteredBuffer ring) {
+        /** Makes them; on any failure nothing is left made or claimed. */
+        static Parts open(ProtectionDomain pd, Options options) {
+            RegisteredBuffer ring = claimRing(options);
+            CompletionQueue cq;
+            try {
+                cq = pd.context().createCompletionQueue(options.sendDepth() + options.receiveDepth());
+            } catch (RuntimeException | Error e) {
+                releaseRing(ring);
+                throw e;
+            }
+            Poller poller = null;
+            try {
+                QueuePair qp = pd.createQueuePair(options.configure().apply(QueuePairConfig.rc(cq)
+                        .withDepth(options.sendDepth(), options.receiveDepth())));
+                poller = options.polling() == null ? null : Poller.start(options.handler(), options.polling(), cq);
+                Parts parts = new Parts(cq, qp, poller, ring);
+                postRing(qp, options);
+                return parts;
+            } catch (RuntimeException | Error e) {
+                new Parts(cq, null, poller, ring).close();
+                throw e;
+            }
+        }
+
+        /**
+         * Stops the poller, closes the queue (and with it the queue pair) and releases the ring.
+         * Bounded: a handler still running is logged, not thrown, and the queue waits for it at
+         * most 1 s, then leaves its destroy to that poll.
+         */
         void close() {
             try {
                 if (poller != null) {
-                    poller.close();
+                    stopPoller(poller);
                 }
             } finally {
-                cq.close(); // closes the queue pair too
+                try {
+                    cq.close();
+                } finally {
+                    releaseRing(ring); // the queue pair is gone: no receive of it is posted any more
+                }
             }
         }
     }
 
-    private static Parts parts(ProtectionDomain pd, Options options) {
-        CompletionQueue cq = pd.context().createCompletionQueue(options.sendDepth() + options.receiveDepth());
-        try {
-            QueuePair qp = pd.createQueuePair(options.configure().apply(QueuePairConfig.rc(cq)
-                    .withDepth(options.sendDepth(), options.receiveDepth())));
-            Poller poller = options.polling() == null ? null : Poller.start(options.handler(), options.polling(), cq);
-            return new Parts(cq, qp, poller);
-        } catch (RuntimeException | Error e) {
-            cq.close();
-            throw e;
+    /**
+     * Claims the options' ring for one connection; the caller releases it when that connection
+     * closes or is not made.
+     */
+    private static RegisteredBuffer claimRing(Options options) {
+        RegisteredBuffer ring = options.receiveRing();
+        if (ring != null) {
+            synchronized (RINGS_IN_USE) {
+                if (!RINGS_IN_USE.add(ring)) {
+                    throw new IllegalStateException("the receive ring " + ring + " is posted for another live"
+                            + " connection: two connections' messages would land in the same slots; give each"
+                            + " connection a ring of its own (Server.accept(timeout, options.receiveRing(...)))"
+                            + " or close the other connection first");
+                }
+            }
+        }
+        return ring;
+    }
+
+    private static void releaseRing(RegisteredBuffer ring) {
+        if (ring != null) {
+            synchronized (RINGS_IN_USE) {
+                RINGS_IN_USE.remove(ring);
+            }
         }
     }
 
@@ -264,11 +318,10 @@ public final class Connection implements AutoCloseable {
         for (int attempt = 1; ; attempt++) {
             // a queue pair of its own for each attempt: nothing of a refused request (its queue
             // pair number, which the listener's kernel may remember) is carried into the next
-            Parts parts = parts(pd, options);
+            Parts parts = Parts.open(pd, options);
             try {
-                postRing(parts.qp(), options);
                 CmConnection cm = RdmaCm.connect(parts.qp(), host, port, options.timeout(), options.offer());
-                return new Connection(cm, parts.cq(), parts.poller());
+                return new Connection(cm, parts);
             } catch (RdmaCmException e) {
                 parts.close();
                 if (!e.isRefusal() || attempt >= options.connectAttempts()) {
@@ -337,11 +390,26 @@ public final class Connection implements AutoCloseable {
          * @throws IllegalArgumentException when the offer does not fit the reply
          */
         public Connection accept(Duration timeout) {
-            Parts parts = parts(pd, options);
+            return accept(timeout, options);
+        }
+
+        /**
+         * Waits for one connection made as {@code options} say instead of the server's own (a
+         * receive ring of its own for each connection, say).
+         *
+         * @param timeout the most the wait and the handshake may take
+         * @param options how this connection is made (its offer is the reply's)
+         * @return the connection, with the client's handshake
+         * @throws RdmaCmException when no client comes in time or the handshake fails
+         * @throws IllegalStateException when the server is closed, or the options' receive ring is
+         *                               posted for another live connection
+         * @throws IllegalArgumentException when the offer does not fit the reply
+         */
+        public Connection accept(Duration timeout, Options options) {
+            Parts parts = Parts.open(pd, options);
             try {
-                postRing(parts.qp(), options);
                 CmConnection cm = listener.accept(parts.qp(), timeout, options.offer());
-                return new Connection(cm, parts.cq(), parts.poller());
+                return new Connection(cm, parts);
             } catch (RuntimeException | Error e) {
                 parts.close();
                 throw e;
@@ -370,7 +438,7 @@ public final class Connection implements AutoCloseable {
      * @return the queue (poll it yourself when the options said {@link Options#callerPolls()})
      */
     public CompletionQueue completionQueue() {
-        return cq;
+        return parts.cq();
     }
 
     /**
@@ -422,20 +490,34 @@ public final class Connection implements AutoCloseable {
 
     /**
      * Disconnects the peer, stops the poller (its futures in flight fail) and frees the queue
-     * pair, the completion queue and the rdma_cm id. Idempotent; bounded.
+     * pair, the completion queue and the rdma_cm id. Idempotent; bounded: a handler of the poller
+     * still running (blocked in user code) is waited for about 2 s, then logged, and the native
+     * queues are destroyed by that poll when the handler returns. Its receive ring may then be
+     * given to another connection.
+     *
+     * @throws WrongThreadException when the queue pair is confined to another thread (nothing is
+     *                              closed then)
      */
     @Override
     public void close() {
         try {
             cm.close();
-        } finally {
-            try {
-                if (poller != null) {
-                    poller.close();
-                }
-            } finally {
-                cq.close();
-            }
+        } catch (WrongThreadException e) {
+            throw e; // a confined queue pair closed from another thread: nothing is closed
+        } catch (RuntimeException | Error e) {
+            parts.close();
+            throw e;
+        }
+        parts.close();
+    }
+
+    /** Stops the poller; a handler still running after the poller's wait is logged, not thrown: close stays bounded. */
+    private static void stopPoller(Poller poller) {
+        try {
+            poller.close();
+        } catch (IllegalStateException stillRunning) {
+            System.getLogger("io.jverbs").log(System.Logger.Level.WARNING, "closing a connection: the poller's handler"
+                    + " is still running; the completion queue is destroyed when it returns", stillRunning);
         }
     }
 }

@@ -240,7 +240,10 @@ public final class RdmaCm {
         private final Channel channel;
         private final int port;
         private final boolean datagrams;
-        /** Serializes accepts; {@link #close()} never waits for it (an accept's waits are 100 ms slices). */
+        /**
+         * Serializes accepts, each waiting its turn within its own timeout; {@link #close()} never
+         * waits for it (an accept's waits are 100 ms slices).
+         */
         private final java.util.concurrent.locks.ReentrantLock acceptLock = new java.util.concurrent.locks.ReentrantLock();
         private volatile boolean closed;
         private final java.util.concurrent.atomic.AtomicBoolean destroyed = new java.util.concurrent.atomic.AtomicBoolean();
@@ -340,7 +343,7 @@ public final class RdmaCm {
                 throw new IllegalStateException("this listener answers datagram resolutions: use acceptDatagram");
             }
             long deadline = System.nanoTime() + timeout.toNanos();
-            acceptLock.lock();
+            takeAcceptTurn(deadline);
             try {
                 if (closed) {
                     throw new IllegalStateException("listener is closed");
@@ -352,6 +355,28 @@ public final class RdmaCm {
                 if (closed) {
                     destroyListener();
                 }
+            }
+        }
+
+        /**
+         * Waits for the accepts before this one, within the caller's deadline and interruptibly:
+         * a timeout bounds the whole accept, its turn included.
+         */
+        private void takeAcceptTurn(long deadline) {
+            try {
+                if (!acceptLock.tryLock(Math.max(0, deadline - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS)) {
+                    throw new RdmaCmException("no turn to accept on port " + port + " in time: another accept of"
+                            + " this listener waited all along", 0, Errno.ETIMEDOUT);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new RdmaCmException("interrupted while another accept of port " + port + " waited", 0,
+                        Errno.EINTR);
+            }
+            if (closed) {
+                acceptLock.unlock();
+                destroyListener();
+                throw new IllegalStateException("listener is closed");
             }
         }
 
@@ -427,7 +452,7 @@ public final class RdmaCm {
          */
         public InetSocketAddress acceptDatagram(DatagramQueuePair qp, Duration timeout,
                                                 Predicate<InetSocketAddress> admit) {
-            acceptLock.lock();
+            takeAcceptTurn(System.nanoTime() + timeout.toNanos());
             try {
                 if (closed) {
                     throw new IllegalStateException("listener is closed");
@@ -760,13 +785,22 @@ public final class RdmaCm {
          */
         synchronized Event next(long deadline) {
             int fd = rdma_event_channel.fd(channel.reinterpret(rdma_event_channel.sizeof()));
+            // A virtual thread must not wait in poll(2), which would pin its carrier for the whole
+            // wait: it looks without waiting and parks in between (parking unmounts it), from 1 ms
+            // up to 16 ms, which is nothing next to a connection's setup.
+            boolean virtual = Thread.currentThread().isVirtual();
+            long pauseNanos = 1_000_000L;
             while (true) {
                 long left = (deadline - System.nanoTime()) / 1_000_000;
                 if (left <= 0) {
                     return null;
                 }
-                if (Fds.readable(pollFd, fd, (int) Math.min(WAKE_MS, left))) {
+                if (Fds.readable(pollFd, fd, virtual ? 0 : (int) Math.min(WAKE_MS, left))) {
                     break;
+                }
+                if (virtual) {
+                    java.util.concurrent.locks.LockSupport.parkNanos(Math.min(pauseNanos, left * 1_000_000L));
+                    pauseNanos = Math.min(pauseNanos * 2, 16_000_000L);
                 }
                 String why = aborted;
                 if (why != null) {

@@ -294,21 +294,22 @@ public final class DatagramQueuePair extends QueueEndpoint {
                     throw VerbsException.of("ibv_create_qp", Native.lastErrno());
                 }
             }
-        }
-        DatagramQueuePair pair = null;
-        try {
-            pair = new DatagramQueuePair(pd, cq, qp, qkey, gid, port, depth);
-            pair.toRts();
-            CORE.attach(cq, pair);
-            CORE.adoptedByParent(pair);
-        } catch (RuntimeException e) {
-            if (pair != null) {
-                CORE.detach(cq, pair);
+            // adopted under the monitor the domain's destroy takes: a close never misses it, nor runs between
+            DatagramQueuePair pair = null;
+            try {
+                pair = new DatagramQueuePair(pd, cq, qp, qkey, gid, port, depth);
+                pair.toRts();
+                CORE.attach(cq, pair);
+                CORE.adoptedByParent(pair);
+            } catch (RuntimeException e) {
+                if (pair != null) {
+                    CORE.detach(cq, pair);
+                }
+                verbs_h.ibv_destroy_qp(qp);
+                throw e;
             }
-            verbs_h.ibv_destroy_qp(qp);
-            throw e;
+            return pair;
         }
-        return pair;
     }
 
     private void toRts() {

@@ -82,6 +82,22 @@ public final class PostLock {
         }
     }
 
+    /**
+     * Takes the lock if it is free, without waiting.
+     *
+     * @param what the operation, for the re-entry message
+     * @return true when taken (a confined lock is always taken by its thread)
+     * @throws IllegalStateException when a confined lock's thread holds it already
+     * @throws WrongThreadException when the lock is confined to another thread
+     */
+    public boolean tryLock(String what) {
+        if (confinedTo != null) {
+            lockConfined(what);
+            return true;
+        }
+        return OWNER.compareAndSet(this, 0L, Thread.currentThread().threadId());
+    }
+
     private void lockConfined(String what) {
         if (Thread.currentThread() != confinedTo) {
             throw Secrets.core().wrongThread(guarded, confinedTo, what);

@@ -14,6 +14,7 @@ import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.WorkResult;
 import io.jverbs.cm.CmConnection;
+import io.jverbs.cm.Connection;
 import io.jverbs.cm.HalfOpenCmClient;
 import io.jverbs.cm.RdmaCm;
 import io.jverbs.datagram.DatagramQueuePair;
@@ -220,6 +221,134 @@ class SafetyChildTest {
             return "stopped after that round, no handler failure";
         });
 
+        CASES.put("close a completion queue from its handler while another thread closes it", (lb, d) -> {
+            CompletionQueue cq = lb.client.cq;
+            long ms = closeFromHandlerAndAnotherThread(lb, cq::close);
+            if (!cq.isClosed() || !lb.client.qp.isClosed()) {
+                throw new LoopbackChild.Unchecked("both closes returned, but the queue or its queue pair is open");
+            }
+            return "the other thread's close returned in " + ms + " ms, the handler's too; queue and queue pair closed";
+        });
+        CASES.put("close the context from a handler and from another thread at once", (lb, d) -> {
+            Context ctx = lb.client.context;
+            long ms = closeFromHandlerAndAnotherThread(lb, ctx::close);
+            if (!lb.client.cq.isClosed() || !lb.client.qp.isClosed() || !ctx.isClosed()) {
+                throw new LoopbackChild.Unchecked("the context closed but not its tree");
+            }
+            return "both closes returned normally (the other thread's in " + ms + " ms); the tree is closed,"
+                    + " children before parents";
+        });
+        CASES.put("objects made on another thread while the context closes", (lb, d) -> {
+            Context ctx = Rdma.open(d.name());
+            List<io.jverbs.Resource> made = java.util.Collections.synchronizedList(new ArrayList<>());
+            AtomicBoolean stop = new AtomicBoolean();
+            Thread maker = Thread.ofPlatform().start(() -> {
+                while (!stop.get()) {
+                    try {
+                        made.add(ctx.allocateProtectionDomain());
+                        made.add(ctx.createCompletionQueue(16));
+                    } catch (IllegalStateException closed) {
+                        return; // refused: the context is closed or closing
+                    }
+                }
+            });
+            Thread.sleep(200);
+            ctx.close();
+            stop.set(true);
+            maker.join(WAIT.toMillis());
+            long open;
+            synchronized (made) {
+                open = made.stream().filter(r -> !r.isClosed()).count();
+            }
+            if (open > 0) {
+                throw new LoopbackChild.Unchecked(open + " of " + made.size() + " objects made during the close outlived"
+                        + " the context");
+            }
+            return made.size() + " objects made while the context closed, all closed with it; later ones refused";
+        });
+        CASES.put("a queue pair closes while its completion queue waits for an event", (lb, d) -> {
+            try (Context ctx = Rdma.open(d.name())) {
+                CompletionQueue cq = ctx.createCompletionQueueWithEvents(64);
+                QueuePair qp = ctx.allocateProtectionDomain().createQueuePair(config(QueuePairConfig.rc(cq), d)
+                        .withDepth(8, 8));
+                cq.armEvents();
+                // threads of their own: the common pool may have a single thread, which the wait would hold
+                java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newThreadPerTaskExecutor(
+                        Thread.ofPlatform().daemon(true).factory());
+                CompletableFuture<Boolean> waiting = CompletableFuture.supplyAsync(() -> cq.waitForEvent(6_000), threads);
+                Thread.sleep(300);
+                long start = System.nanoTime();
+                CompletableFuture<Void> close = CompletableFuture.runAsync(qp::close, threads);
+                try {
+                    close.get(3, TimeUnit.SECONDS);
+                } catch (TimeoutException e) {
+                    throw new LoopbackChild.Unchecked("qp.close() waited for the completion queue's event wait");
+                }
+                long ms = (System.nanoTime() - start) / 1_000_000;
+                waiting.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                return "qp.close() returned in " + ms + " ms while another thread waited for an event";
+            }
+        });
+        CASES.put("a connection closes while its poller's handler is blocked", (lb, d) -> {
+            CountDownLatch inHandler = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            io.jverbs.CompletionHandler blocked = c -> {
+                inHandler.countDown();
+                try {
+                    release.await(60, TimeUnit.SECONDS); // blocking work in a handler: the user's mistake
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            };
+            try (Connection.Server server = Connection.listen(lb.server.pd, d.ip(), 0,
+                    Connection.Options.defaults().configure(c -> config(c, d)).depth(8, 8))) {
+                CompletableFuture<Connection> accepted = CompletableFuture.supplyAsync(() -> server.accept(WAIT));
+                Connection client = Connection.connect(lb.client.pd, d.ip(), server.port(),
+                        Connection.Options.defaults().configure(c -> config(c, d)).depth(8, 8)
+                                .polling(IdleStrategy.backoff(), blocked));
+                try (Connection s = accepted.get(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                    client.queuePair().write(7, lb.client.buffer, 0, 8, lb.serverRemote(), 64, true);
+                    if (!inHandler.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                        throw new AssertionError("the handler was not called");
+                    }
+                    long start = System.nanoTime();
+                    CompletableFuture<Void> close = CompletableFuture.runAsync(client::close);
+                    try {
+                        close.get(10, TimeUnit.SECONDS);
+                    } catch (TimeoutException e) {
+                        throw new LoopbackChild.Unchecked("Connection.close() waited for the blocked handler");
+                    } finally {
+                        release.countDown();
+                    }
+                    long ms = (System.nanoTime() - start) / 1_000_000;
+                    CompletionQueue cq = client.completionQueue();
+                    return "Connection.close() returned in " + ms + " ms with the handler blocked; queue closed "
+                            + cq.isClosed();
+                }
+            }
+        });
+        CASES.put("a receive ring given to a second live connection", (lb, d) -> {
+            RegisteredBuffer ring = lb.server.pd.allocate(4 * 256);
+            Connection.Options options = Connection.Options.defaults().configure(c -> config(c, d)).depth(8, 8)
+                    .receiveRing(ring, 256).callerPolls();
+            try (Connection.Server server = Connection.listen(lb.server.pd, d.ip(), 0, options)) {
+                Connection.Options client = Connection.Options.defaults().configure(c -> config(c, d)).depth(8, 8)
+                        .callerPolls();
+                CompletableFuture<Connection> first = CompletableFuture.supplyAsync(() -> server.accept(WAIT));
+                try (Connection c1 = Connection.connect(lb.client.pd, d.ip(), server.port(), client);
+                     Connection s1 = first.get(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                    String refusal = refused(IllegalStateException.class, "another live connection",
+                            () -> server.accept(Duration.ofSeconds(1)));
+                    s1.close();
+                    CompletableFuture<Connection> again = CompletableFuture.supplyAsync(() -> server.accept(WAIT));
+                    try (Connection c2 = Connection.connect(lb.client.pd, d.ip(), server.port(), client);
+                         Connection s2 = again.get(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                        return refusal + "; once the first closed, the ring served the next connection";
+                    }
+                }
+            }
+        });
+
         // ---- defaults that give up ----
         CASES.put("a write to a dead endpoint with the default retries", (lb, d) -> {
             QueuePairConfig defaults = QueuePairConfig.rc(lb.client.cq);
@@ -249,6 +378,8 @@ class SafetyChildTest {
                     () -> QueuePairConfig.rc(cq).withRetry(14, 8));
             String timeout = refused(IllegalArgumentException.class, "operationTimeout",
                     () -> QueuePairConfig.rc(cq).withOperationTimeout(Duration.ZERO));
+            String forever = refused(IllegalArgumentException.class, "365 days",
+                    () -> QueuePairConfig.rc(cq).withOperationTimeout(java.time.temporal.ChronoUnit.FOREVER.getDuration()));
             String uc = refused(IllegalArgumentException.class, "UC",
                     () -> QueuePairConfig.uc(cq).withRemoteAccess(Access.REMOTE_READ));
             QueuePairConfig c = QueuePairConfig.rc(cq).withRnrRetry(3, 20).withMaxRdAtomic(16).withPort(1)
@@ -257,7 +388,7 @@ class SafetyChildTest {
                     || !c.remoteAccess().equals(java.util.Set.of(Access.REMOTE_READ))) {
                 throw new AssertionError("the with methods did not apply: " + c);
             }
-            return retry + "; " + timeout + "; " + uc;
+            return retry + "; " + timeout + "; " + forever + "; " + uc;
         });
 
         CASES.put("a completion queue overrun errors the queue pairs on it and fails their futures", (lb, d) -> {
@@ -359,6 +490,74 @@ class SafetyChildTest {
             return t.getMessage();
         });
 
+        CASES.put("a receive failed by its Poller's close does not take the next message", (lb, d) -> {
+            Poller poller = Poller.start(null, IdleStrategy.backoff(), lb.client.cq);
+            CompletableFuture<WorkResult> f = lb.client.qp.receiveAsync(lb.client.buffer, 0, 64);
+            poller.close();
+            Throwable t = failureOf(f);
+            lb.client.buffer.segment().fill((byte) 0);
+            lb.server.buffer.segment().setString(0, "late-message");
+            lb.server.startPoller();
+            Throwable send = failureOf(lb.server.qp.sendAsync(lb.server.buffer, 0, 16));
+            String landed = lb.client.buffer.segment().getString(0);
+            if (!landed.isEmpty()) {
+                throw new LoopbackChild.Unchecked("the failed receive's buffer took the peer's message: " + landed);
+            }
+            return "the future failed (" + t.getMessage() + "); the peer's send then failed (" + status(send)
+                    + ") and the buffer stayed untouched";
+        });
+        CASES.put("cancel a pending receive", (lb, d) -> {
+            lb.client.startPoller();
+            CompletableFuture<WorkResult> f = lb.client.qp.receiveAsync(lb.client.buffer, 0, 64);
+            if (f.cancel(true) || f.isDone()) {
+                throw new LoopbackChild.Unchecked("cancel ended the future of a receive still posted");
+            }
+            lb.server.buffer.segment().setString(0, "for-the-receive");
+            lb.server.qp.send(1, lb.server.buffer, 0, 16, true);
+            WorkResult r = f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            return "cancel returned false; the receive then took the message (" + r.byteLength() + " B)";
+        });
+        CASES.put("a latency recorder that throws", (lb, d) -> {
+            java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+            QueuePair tracked = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(8, 8));
+            tracked.trackLatency(new io.jverbs.latency.LatencyTracker(nanos -> { // before connect
+                if (calls.getAndIncrement() == 0) {
+                    throw new RuntimeException("the metrics backend failed");
+                }
+            }, 64));
+            QueuePair peer = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(8, 8));
+            tracked.connect(peer.localEndpoint());
+            peer.connect(tracked.localEndpoint());
+            List<Throwable> reported = new java.util.concurrent.CopyOnWriteArrayList<>();
+            lb.client.cq.onHandlerError(reported::add);
+            lb.client.startPoller();
+            for (int i = 0; i < 2; i++) {
+                tracked.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            }
+            if (reported.size() != 1 || lb.client.cq.handlerFailures() != 1 || !lb.client.poller.isRunning()) {
+                throw new LoopbackChild.Unchecked("reported " + reported + ", failures " + lb.client.cq.handlerFailures()
+                        + ", poller running " + lb.client.poller.isRunning());
+            }
+            return "both writes completed; the recorder's exception was reported once: " + reported.get(0).getMessage();
+        });
+        CASES.put("join inside a callback on the context's event thread", (lb, d) -> {
+            // nobody polls: the context's event thread fails the future after 2 s and runs its callback
+            CompletableFuture<Object> nested = lb.client.qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0)
+                    .handle((r, t) -> {
+                        CompletableFuture<WorkResult> pending = lb.server.qp.receiveAsync(lb.server.buffer, 0, 64);
+                        try {
+                            return pending.join();
+                        } catch (RuntimeException e) {
+                            return e;
+                        }
+                    });
+            Object outcome = nested.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            if (!(outcome instanceof IllegalStateException e) || !e.getMessage().contains("event thread")) {
+                throw new LoopbackChild.Unchecked("the join on the event thread was not refused: " + outcome);
+            }
+            return e.getMessage();
+        });
+
         // ---- pollers ----
         CASES.put("two Pollers on one completion queue", (lb, d) -> {
             try (Poller first = Poller.start(null, IdleStrategy.backoff(), lb.client.cq)) {
@@ -410,6 +609,60 @@ class SafetyChildTest {
                 return "the peer saw the disconnect; " + client.remoteAddress();
             }
         });
+        CASES.put("a second accept on a listener ends within its own timeout", (lb, d) -> {
+            QueuePair first = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(8, 8));
+            QueuePair second = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(8, 8));
+            try (RdmaCm.Listener listener = RdmaCm.listen(d.ip(), 0)) {
+                CompletableFuture<CmConnection> waiting = CompletableFuture.supplyAsync(
+                        () -> listener.accept(first, Duration.ofSeconds(30)));
+                Thread.sleep(300);
+                long start = System.nanoTime();
+                Throwable t;
+                try {
+                    listener.accept(second, Duration.ofSeconds(2));
+                    throw new AssertionError("an accept returned a connection with no client");
+                } catch (io.jverbs.cm.RdmaCmException e) {
+                    t = e;
+                }
+                long ms = (System.nanoTime() - start) / 1_000_000;
+                listener.close();
+                failureOf(waiting);
+                if (ms > 3500) {
+                    throw new LoopbackChild.Unchecked("accept(2 s) ended after " + ms + " ms, behind the other accept");
+                }
+                return "accept(2 s) ended in " + ms + " ms while another accept waited: " + t.getMessage();
+            }
+        });
+        CASES.put("virtual threads waiting in accept leave carriers to a connecting one", (lb, d) -> {
+            System.setProperty("jdk.virtualThreadScheduler.parallelism", "2"); // before the first virtual thread
+            Connection.Options options = Connection.Options.defaults().configure(c -> config(c, d)).depth(8, 8);
+            try (Connection.Server first = Connection.listen(lb.server.pd, d.ip(), 0, options);
+                 Connection.Server second = Connection.listen(lb.server.pd, d.ip(), 0, options);
+                 java.util.concurrent.ExecutorService virtual = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
+                java.util.concurrent.Future<Connection> a1 = virtual.submit(() -> first.accept(Duration.ofSeconds(15)));
+                java.util.concurrent.Future<Connection> a2 = virtual.submit(() -> second.accept(Duration.ofSeconds(15)));
+                Thread.sleep(1000); // both accepts wait, on the two carriers
+                long start = System.nanoTime();
+                java.util.concurrent.Future<Connection> client = virtual.submit(() -> Connection.connect(lb.client.pd,
+                        d.ip(), first.port(), options.timeout(Duration.ofSeconds(10))));
+                try (Connection c = client.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                     Connection s = a1.get(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                    long ms = (System.nanoTime() - start) / 1_000_000;
+                    if (ms > 5000) {
+                        throw new LoopbackChild.Unchecked("the client's virtual thread connected only after " + ms + " ms");
+                    }
+                    second.close(); // ends the other accept
+                    try {
+                        a2.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                    } catch (ExecutionException expected) {
+                        // the closed server's accept fails
+                    }
+                    return "with 2 carriers and 2 virtual threads in accept, a third connected in " + ms + " ms";
+                }
+            } catch (ExecutionException e) {
+                throw new LoopbackChild.Unchecked("a virtual thread's rdma_cm call failed: " + e.getCause());
+            }
+        });
         CASES.put("closing a listener while an accept waits", (lb, d) -> {
             QueuePair qp = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(8, 8));
             RdmaCm.Listener listener = RdmaCm.listen(d.ip(), 0);
@@ -447,6 +700,22 @@ class SafetyChildTest {
             }
             String invalidate = refused(IllegalStateException.class, "closed", w::invalidateAsync);
             return invalidate + "; " + refused(IllegalStateException.class, "closed", w::remote);
+        });
+        CASES.put("invalidate a memory window again after its invalidation timed out", (lb, d) -> {
+            QueuePair a = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(8, 8)
+                    .withOperationTimeout(Duration.ofMillis(500)).withRetry(14, 7));
+            QueuePair b = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(8, 8));
+            a.connect(b.localEndpoint());
+            b.connect(a.localEndpoint());
+            lb.client.startPoller();
+            io.jverbs.MemoryWindow w = a.openWindowAsync(lb.client.buffer.slice(0, 256), Access.REMOTE_WRITE)
+                    .get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            b.close(); // the peer stops answering: a Read waits for its answer, the invalidation behind it
+            a.read(1, lb.client.buffer, 1024, 64, lb.serverRemote(), 0, true);
+            Throwable first = failureOf(w.invalidateAsync());
+            String again = refused(IllegalStateException.class, "invalidated once", w::invalidateAsync);
+            w.close();
+            return "the first failed (" + first.getClass().getSimpleName() + "); " + again;
         });
         CASES.put("a slice write into a remote range of another length", (lb, d) -> refused(
                 IllegalArgumentException.class, "same length",
@@ -533,6 +802,52 @@ class SafetyChildTest {
                 }
             }
         });
+    }
+
+    /**
+     * Runs {@code close} twice at once: from the handler of the client's poller (at the first
+     * completion, 300 ms after it began) and from another thread. Both must return normally: a
+     * deadlock between them, or a destroy in the wrong order (EBADF from a closed device), is
+     * unchecked.
+     *
+     * @return how long the other thread's close took, in ms
+     */
+    private static long closeFromHandlerAndAnotherThread(Loopback lb, Runnable close) throws Exception {
+        CountDownLatch inHandler = new CountDownLatch(1);
+        CountDownLatch handlerClosed = new CountDownLatch(1);
+        List<Throwable> handlerFailure = new java.util.concurrent.CopyOnWriteArrayList<>();
+        lb.client.poller = Poller.start(c -> {
+            if (inHandler.getCount() == 0) {
+                return;
+            }
+            inHandler.countDown();
+            java.util.concurrent.locks.LockSupport.parkNanos(300_000_000L); // the other close begins meanwhile
+            try {
+                close.run();
+            } catch (RuntimeException e) {
+                handlerFailure.add(e);
+            }
+            handlerClosed.countDown();
+        }, IdleStrategy.backoff(), lb.client.cq);
+        lb.client.qp.write(1, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true);
+        if (!inHandler.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+            throw new AssertionError("the write's completion did not reach the handler");
+        }
+        long start = System.nanoTime();
+        CompletableFuture<Void> other = CompletableFuture.runAsync(close);
+        try {
+            other.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            throw new LoopbackChild.Unchecked("the other thread's close did not return in " + WAIT.toSeconds()
+                    + " s: it waits for the poll, whose handler waits for it");
+        } catch (ExecutionException e) {
+            throw new LoopbackChild.Unchecked("the other thread's close threw " + e.getCause());
+        }
+        long ms = (System.nanoTime() - start) / 1_000_000;
+        if (!handlerClosed.await(5, TimeUnit.SECONDS) || !handlerFailure.isEmpty()) {
+            throw new LoopbackChild.Unchecked("the handler's close did not return normally: " + handlerFailure);
+        }
+        return ms;
     }
 
     /** A thin-layer RC queue pair on {@code cq}, connected to itself, that may RDMA Write into the client's buffer. */
