@@ -218,11 +218,6 @@ public final class CompletionQueue extends Resource {
     }
 
     /** Whether the calling thread is the one that takes this queue's completions (its poller, or inside its poll). */
-    /** Whether the calling thread is the event thread of a context (this queue's or another's). */
-    boolean isEventThread() {
-        return Context.onEventThread();
-    }
-
     boolean isPollingThread() {
         Poller p = poller;
         return p != null && p.isPollerThread() || polls.heldByCurrentThread();
@@ -397,17 +392,24 @@ public final class CompletionQueue extends Resource {
     }
 
     /**
-     * Called by a {@link Poller} that found this queue closed: runs the native destroy if a close
-     * left it to a poll, and the lock is free.
+     * Runs the native destroy a close left to a poll, if the poll lock is free (called by a
+     * {@link Poller} that found this queue closed, and by the close that left it).
+     *
+     * @return true when no destroy is left to a poll any more
      */
-    void finishClose() {
-        if (destroyAfterPoll && polls.tryLock("close")) {
-            try {
-                finishDeferredDestroy();
-            } finally {
-                polls.unlock();
-            }
+    boolean finishClose() {
+        if (!destroyAfterPoll) {
+            return true;
         }
+        if (!polls.tryLock("close")) {
+            return false;
+        }
+        try {
+            finishDeferredDestroy();
+        } finally {
+            polls.unlock();
+        }
+        return true;
     }
 
     private void dispatch(CompletionHandler handler) {
@@ -563,15 +565,7 @@ public final class CompletionQueue extends Resource {
                     destroyAfterPoll = true;
                     destroyDeferred();
                     // the poll may have passed its look at the flag and be about to let go of the lock
-                    for (int i = 0; i < 1000; i++) {
-                        if (polls.tryLock("close")) {
-                            try {
-                                finishDeferredDestroy();
-                            } finally {
-                                polls.unlock();
-                            }
-                            return;
-                        }
+                    for (int i = 0; i < 1000 && !finishClose(); i++) {
                         Thread.onSpinWait();
                     }
                     return;

@@ -88,7 +88,7 @@ final class OperationFuture<T> extends CompletableFuture<T> {
                     + " would wait forever (only this thread can take its completion): chain the work with"
                     + " thenAccept/whenComplete, or wait on another thread");
         }
-        if (queue.isEventThread()) {
+        if (Context.onEventThread()) {
             throw new IllegalStateException("waiting for " + what + " on the event thread of a context (in a callback"
                     + " of a future it failed) would stop the deadlines of every future of that context, perhaps this"
                     + " one's: chain the work with thenAccept/whenComplete, or wait on another thread");

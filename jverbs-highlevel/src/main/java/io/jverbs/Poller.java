@@ -154,9 +154,7 @@ public final class Poller implements AutoCloseable {
             }
             for (CompletionQueue q : queues) {
                 q.release(this, why);
-                if (q.isClosed()) {
-                    q.finishClose();
-                }
+                q.finishClose(); // a destroy its close left to the poll, if any
             }
         }
     }

@@ -513,6 +513,14 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     /**
+     * Futures were failed while their requests may still be in the device: the queue pair goes to
+     * ERR, so the device flushes them and never touches their buffers afterwards.
+     */
+    private void abandonInDevice(String what) {
+        enterError(what + ": put in error so the device flushes them and no longer touches their buffers");
+    }
+
+    /**
      * Puts the queue pair in ERR with {@code why}, unless closed or in error already: the device
      * flushes its work (each request completes with WR_FLUSH_ERR) and touches no buffer of it
      * again; later posts are refused with the reason.
@@ -1268,8 +1276,7 @@ public final class QueuePair extends QueueEndpoint {
             }
         }
         if (!fail.isEmpty()) {
-            enterError("its futures failed with their requests in the device (" + cause.getMessage() + "): put in"
-                    + " error so the device flushes them and no longer touches their buffers");
+            abandonInDevice("its futures failed with their requests in the device (" + cause.getMessage() + ")");
         }
         for (OperationFuture<?> f : fail) {
             f.fail(cause);
@@ -1307,8 +1314,7 @@ public final class QueuePair extends QueueEndpoint {
         if (late == null) {
             return;
         }
-        enterError(late.size() + " of its futures failed by deadline with their requests in the device: put in"
-                + " error so the device flushes them and no longer touches their buffers");
+        abandonInDevice(late.size() + " of its futures failed by deadline with their requests in the device");
         for (int i = 0; i < late.size(); i++) {
             CompletionQueue queue = queueOf(lateWhat.get(i));
             late.get(i).fail(queue.isServed() || !queue.unattendedFor(now, UNATTENDED_NANOS)

@@ -141,8 +141,8 @@ public abstract sealed class Resource implements AutoCloseable
      * removes it from its parent. When a child's destroy is still running elsewhere (another
      * thread closing it, or a poll in progress whose handler closed its queue), this object's
      * destroy runs right after that child's, on that thread: a parent is never destroyed before
-     * its children.
-     * object (or a parent of one) is closed only from the confined object's thread.
+     * its children. Idempotent; safe from any thread, except that a confined object (or a parent
+     * of one) is closed only from the confined object's thread.
      *
      * @throws WrongThreadException when this object, or one its close would close, is confined to
      *                              another thread (nothing is closed then)

@@ -364,7 +364,8 @@ public final class RdmaCm {
          */
         private void takeAcceptTurn(long deadline) {
             try {
-                if (!acceptLock.tryLock(Math.max(0, deadline - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS)) {
+                long left = Math.max(0, deadline - System.nanoTime());
+                if (!acceptLock.tryLock(left, java.util.concurrent.TimeUnit.NANOSECONDS)) {
                     throw new RdmaCmException("no turn to accept on port " + port + " in time: another accept of"
                             + " this listener waited all along", 0, Errno.ETIMEDOUT);
                 }
