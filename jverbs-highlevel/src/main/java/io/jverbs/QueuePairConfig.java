@@ -34,7 +34,8 @@ import java.util.Objects;
  * @param gidIndex      the GID index, or -1 to choose (IPv4-mapped RoCE v2 first)
  * @param signalEvery   with unsignaled posts, every this-many requests one is signaled anyway
  *                      so the send queue drains (completion moderation), default 16
- * @param timeout       local ACK timeout exponent: 4.096 µs × 2^timeout (default 14, about 67 ms)
+ * @param timeout       local ACK timeout exponent, 1 to 31: 4.096 µs × 2^timeout (default 14, about
+ *                      67 ms); 0, which the verbs read as "no timeout", is refused
  * @param retryCount    transport retries before RETRY_EXC_ERR, 0 to 7 (default 6; 7 never gives up on rxe)
  * @param rnrRetry      receiver-not-ready retries before RNR_RETRY_EXC_ERR, 0 to 7 (default 6; 7 = forever)
  * @param maxRdAtomic   outstanding RDMA Read/atomics in each direction (default 1)
@@ -104,7 +105,8 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
         check(port >= 1 && port <= 255, "port 1..255");
         check(gidIndex >= -1, "gidIndex >= -1");
         check(signalEvery >= 1 && signalEvery <= maxSendWr, "signalEvery 1..maxSendWr");
-        check(timeout >= 0 && timeout <= 31, "timeout 0..31");
+        check(timeout >= 1 && timeout <= 31, "timeout 1..31 (0 would turn the ACK timeout off: a request to a dead peer"
+                + " would never end)");
         check(retryCount >= 0 && retryCount <= 7, "retryCount 0..7");
         check(rnrRetry >= 0 && rnrRetry <= 7, "rnrRetry 0..7");
         check(maxRdAtomic >= 1 && maxRdAtomic <= 255, "maxRdAtomic 1..255");
@@ -232,7 +234,8 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * Returns a copy with other retry settings: the time to RETRY_EXC_ERR on a dead link is about
      * 4.096 µs × 2^ackTimeout × (retries + 1).
      *
-     * @param ackTimeout the ACK timeout exponent, 0 to 31
+     * @param ackTimeout the ACK timeout exponent, 1 to 31 (0, "no ACK timeout" in the verbs, is
+     *                   refused: a request to a dead peer would never end)
      * @param retries    the retry count, 0 to 7 (7 never gives up on rxe)
      * @return the copy
      * @throws IllegalArgumentException when out of range

@@ -376,6 +376,8 @@ class SafetyChildTest {
             CompletionQueue cq = lb.client.cq;
             String retry = refused(IllegalArgumentException.class, "retryCount",
                     () -> QueuePairConfig.rc(cq).withRetry(14, 8));
+            String noAckTimeout = refused(IllegalArgumentException.class, "ACK timeout off",
+                    () -> QueuePairConfig.rc(cq).withRetry(0, 3));
             String timeout = refused(IllegalArgumentException.class, "operationTimeout",
                     () -> QueuePairConfig.rc(cq).withOperationTimeout(Duration.ZERO));
             String forever = refused(IllegalArgumentException.class, "365 days",
@@ -388,7 +390,7 @@ class SafetyChildTest {
                     || !c.remoteAccess().equals(java.util.Set.of(Access.REMOTE_READ))) {
                 throw new AssertionError("the with methods did not apply: " + c);
             }
-            return retry + "; " + timeout + "; " + forever + "; " + uc;
+            return retry + "; " + noAckTimeout + "; " + timeout + "; " + forever + "; " + uc;
         });
 
         CASES.put("a completion queue overrun errors the queue pairs on it and fails their futures", (lb, d) -> {
