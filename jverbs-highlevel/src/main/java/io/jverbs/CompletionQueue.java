@@ -76,6 +76,8 @@ public final class CompletionQueue extends Resource {
      * {@link #polls}.
      */
     private volatile boolean destroyAfterPoll;
+    /** Queue pairs being created with this queue's handle ({@link #lendForCreation}); under the monitor. */
+    private int creating;
     /** How long a close waits for a poll in progress on another thread before leaving the destroy to it. */
     private static final long CLOSE_WAIT_NANOS = 1_000_000_000L;
     /** Written by the polling thread only (under {@link #polls}); read by any thread. */
@@ -588,7 +590,46 @@ public final class CompletionQueue extends Resource {
         }
     }
 
+    /**
+     * Lends this queue's handle to the creation of a queue pair, which reads it in
+     * {@code ibv_create_qp}: until {@link #creationEnded()}, the native destroy waits.
+     *
+     * @param what the creation, for the message
+     * @return the handle
+     * @throws IllegalStateException when the queue is closed or being closed
+     */
+    synchronized MemorySegment lendForCreation(String what) {
+        ensureOpen(what);
+        if (closeBegun()) { // its close has taken the list of queue pairs to close first
+            throw new IllegalStateException(this + " is being closed: cannot " + what);
+        }
+        creating++;
+        return cq;
+    }
+
+    /** Ends a {@link #lendForCreation}: the queue pair is attached, or was destroyed. */
+    synchronized void creationEnded() {
+        creating--;
+        notifyAll();
+    }
+
+    /** Waits until no creation holds the handle any more (each is one bounded kernel call). */
+    private synchronized void awaitCreations() {
+        boolean interrupted = false;
+        while (creating > 0) {
+            try {
+                wait(1);
+            } catch (InterruptedException e) {
+                interrupted = true; // the destroy must still happen; the interrupt is kept
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     private void destroyNow() {
+        awaitCreations();
         int rc = verbs_h.ibv_destroy_cq(cq);
         int rc2 = channel.address() != 0 ? verbs_h.ibv_destroy_comp_channel(channel) : 0;
         arena.close();

@@ -37,6 +37,16 @@ final class CoreBridge implements CoreAccess {
     }
 
     @Override
+    public java.lang.foreign.MemorySegment lendForCreation(CompletionQueue cq, String what) {
+        return cq.lendForCreation(what);
+    }
+
+    @Override
+    public void creationEnded(CompletionQueue cq) {
+        cq.creationEnded();
+    }
+
+    @Override
     public void attach(CompletionQueue cq, QueueEndpoint endpoint) {
         cq.attach(endpoint);
     }

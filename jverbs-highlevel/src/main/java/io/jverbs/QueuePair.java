@@ -189,14 +189,30 @@ public final class QueuePair extends QueueEndpoint {
         }
         Context.PortAttributes port = context.port(config.port());
         Gid gid = config.gidIndex() >= 0 ? context.gid(config.port(), config.gidIndex()) : context.chooseGid(config.port());
-        MemorySegment qp;
-        int maxInline;
         synchronized (pd) {
             pd.ensureOpen("create a queue pair");
+            // the queues' handles are read by ibv_create_qp: their destroys wait until the attach
+            MemorySegment sendCq = config.sendQueue().lendForCreation("create a queue pair");
+            try {
+                return create(pd, config, gid, port, sendCq, oneQueue ? sendCq
+                        : config.receiveQueue().lendForCreation("create a queue pair"));
+            } finally {
+                config.sendQueue().creationEnded();
+            }
+        }
+    }
+
+    /** The rest of {@link #create(ProtectionDomain, QueuePairConfig)}: the queues are lent to it. */
+    private static QueuePair create(ProtectionDomain pd, QueuePairConfig config, Gid gid, Context.PortAttributes port,
+                                    MemorySegment sendCq, MemorySegment recvCq) {
+        boolean oneQueue = config.sendQueue() == config.receiveQueue();
+        MemorySegment qp;
+        int maxInline;
+        try {
             try (Arena scratch = Arena.ofConfined()) {
                 MemorySegment attr = scratch.allocate(ibv_qp_init_attr.LAYOUT);
-                ibv_qp_init_attr.send_cq(attr, config.sendQueue().handle());
-                ibv_qp_init_attr.recv_cq(attr, config.receiveQueue().handle());
+                ibv_qp_init_attr.send_cq(attr, sendCq);
+                ibv_qp_init_attr.recv_cq(attr, recvCq);
                 MemorySegment cap = ibv_qp_init_attr.cap(attr);
                 ibv_qp_cap.max_send_wr(cap, config.maxSendWr());
                 ibv_qp_cap.max_recv_wr(cap, config.maxRecvWr());
@@ -231,6 +247,10 @@ public final class QueuePair extends QueueEndpoint {
                 throw e;
             }
             return pair;
+        } finally {
+            if (!oneQueue) {
+                config.receiveQueue().creationEnded();
+            }
         }
     }
 

@@ -276,40 +276,52 @@ public final class DatagramQueuePair extends QueueEndpoint {
         CORE.requireServes(cq, pd, 2 * depth, "datagram queue pair");
         Context.PortAttributes port = context.port(portNum);
         Gid gid = gidIndex >= 0 ? context.gid(portNum, gidIndex) : context.chooseGid(portNum);
-        MemorySegment qp;
         synchronized (pd) {
             CORE.ensureOpen(pd, "create a queue pair");
-            try (Arena scratch = Arena.ofConfined()) {
-                MemorySegment attr = scratch.allocate(ibv_qp_init_attr.LAYOUT);
-                ibv_qp_init_attr.send_cq(attr, cq.handle());
-                ibv_qp_init_attr.recv_cq(attr, cq.handle());
-                MemorySegment cap = ibv_qp_init_attr.cap(attr);
-                ibv_qp_cap.max_send_wr(cap, depth);
-                ibv_qp_cap.max_recv_wr(cap, depth);
-                ibv_qp_cap.max_send_sge(cap, 1);
-                ibv_qp_cap.max_recv_sge(cap, 1);
-                ibv_qp_init_attr.qp_type(attr, verbs_h.IBV_QPT_UD);
-                qp = verbs_h.ibv_create_qp(CORE.raw(pd), attr);
-                if (qp.address() == 0) {
-                    throw VerbsException.of("ibv_create_qp", Native.lastErrno());
-                }
-            }
-            // adopted under the monitor the domain's destroy takes: a close never misses it, nor runs between
-            DatagramQueuePair pair = null;
+            // the queue's handle is read by ibv_create_qp: its destroy waits until the attach
+            MemorySegment cqHandle = CORE.lendForCreation(cq, "create a queue pair");
             try {
-                pair = new DatagramQueuePair(pd, cq, qp, qkey, gid, port, depth);
-                pair.toRts();
-                CORE.attach(cq, pair);
-                CORE.adoptedByParent(pair);
-            } catch (RuntimeException e) {
-                if (pair != null) {
-                    CORE.detach(cq, pair);
-                }
-                verbs_h.ibv_destroy_qp(qp);
-                throw e;
+                return create(pd, cq, qkey, gid, port, depth, cqHandle);
+            } finally {
+                CORE.creationEnded(cq);
             }
-            return pair;
         }
+    }
+
+    /** The rest of {@code create}: {@code cq} is lent to it; the caller holds the domain's monitor. */
+    private static DatagramQueuePair create(ProtectionDomain pd, CompletionQueue cq, int qkey, Gid gid,
+                                            Context.PortAttributes port, int depth, MemorySegment cqHandle) {
+        MemorySegment qp;
+        try (Arena scratch = Arena.ofConfined()) {
+            MemorySegment attr = scratch.allocate(ibv_qp_init_attr.LAYOUT);
+            ibv_qp_init_attr.send_cq(attr, cqHandle);
+            ibv_qp_init_attr.recv_cq(attr, cqHandle);
+            MemorySegment cap = ibv_qp_init_attr.cap(attr);
+            ibv_qp_cap.max_send_wr(cap, depth);
+            ibv_qp_cap.max_recv_wr(cap, depth);
+            ibv_qp_cap.max_send_sge(cap, 1);
+            ibv_qp_cap.max_recv_sge(cap, 1);
+            ibv_qp_init_attr.qp_type(attr, verbs_h.IBV_QPT_UD);
+            qp = verbs_h.ibv_create_qp(CORE.raw(pd), attr);
+            if (qp.address() == 0) {
+                throw VerbsException.of("ibv_create_qp", Native.lastErrno());
+            }
+        }
+        // adopted under the monitor the domain's destroy takes: a close never misses it, nor runs between
+        DatagramQueuePair pair = null;
+        try {
+            pair = new DatagramQueuePair(pd, cq, qp, qkey, gid, port, depth);
+            pair.toRts();
+            CORE.attach(cq, pair);
+            CORE.adoptedByParent(pair);
+        } catch (RuntimeException e) {
+            if (pair != null) {
+                CORE.detach(cq, pair);
+            }
+            verbs_h.ibv_destroy_qp(qp);
+            throw e;
+        }
+        return pair;
     }
 
     private void toRts() {

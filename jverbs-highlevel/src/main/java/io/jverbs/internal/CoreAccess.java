@@ -67,6 +67,23 @@ public interface CoreAccess {
     void requireServes(CompletionQueue cq, ProtectionDomain pd, int entries, String kind);
 
     /**
+     * Lends {@code cq}'s handle to a queue pair's {@code ibv_create_qp}: its native destroy waits
+     * until {@link #creationEnded}.
+     *
+     * @param cq   the completion queue
+     * @param what the creation, for the message
+     * @return the handle
+     */
+    java.lang.foreign.MemorySegment lendForCreation(CompletionQueue cq, String what);
+
+    /**
+     * Ends a {@link #lendForCreation}, after the attach or the failed creation's destroy.
+     *
+     * @param cq the completion queue
+     */
+    void creationEnded(CompletionQueue cq);
+
+    /**
      * Routes the completions of {@code endpoint} through {@code cq}.
      *
      * @param cq       the completion queue

@@ -39,6 +39,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.fail;
 
@@ -265,6 +266,44 @@ class SafetyChildTest {
                         + " the context");
             }
             return made.size() + " objects made while the context closed, all closed with it; later ones refused";
+        });
+        CASES.put("queue pairs made on another thread while their completion queue closes", (lb, d) -> {
+            try (Context ctx = Rdma.open(d.name())) {
+                io.jverbs.ProtectionDomain pd = ctx.allocateProtectionDomain();
+                CompletionQueue cq = ctx.createCompletionQueue(4096);
+                List<QueuePair> made = java.util.Collections.synchronizedList(new ArrayList<>());
+                AtomicBoolean stop = new AtomicBoolean();
+                AtomicReference<Throwable> other = new AtomicReference<>();
+                Thread maker = Thread.ofPlatform().start(() -> {
+                    while (!stop.get()) {
+                        try {
+                            made.add(pd.createQueuePair(config(QueuePairConfig.rc(cq), d).withDepth(2, 2)));
+                        } catch (IllegalStateException closed) {
+                            return; // refused: the queue is closed or closing
+                        } catch (Throwable t) {
+                            other.set(t);
+                            return;
+                        }
+                    }
+                });
+                Thread.sleep(300);
+                cq.close();
+                stop.set(true);
+                maker.join(WAIT.toMillis());
+                if (other.get() != null) {
+                    throw new AssertionError("a creation failed otherwise than refused", other.get());
+                }
+                long open;
+                synchronized (made) {
+                    open = made.stream().filter(qp -> !qp.isClosed()).count();
+                }
+                if (open > 0) {
+                    throw new LoopbackChild.Unchecked(open + " of " + made.size() + " queue pairs made during the close"
+                            + " outlived their completion queue");
+                }
+                return made.size() + " queue pairs made while their completion queue closed, all closed before it;"
+                        + " later ones refused";
+            }
         });
         CASES.put("a queue pair closes while its completion queue waits for an event", (lb, d) -> {
             try (Context ctx = Rdma.open(d.name())) {
