@@ -125,6 +125,11 @@ public final class CompletionQueue extends Resource {
                 if (events) {
                     verbs_h.ibv_destroy_comp_channel(channel);
                 }
+                if (errno == io.jverbs.ibverbs.Errno.EINVAL) {
+                    throw new VerbsException("ibv_create_cq", errno, "the device takes at most "
+                            + context.deviceAttributes().maxCqe() + " entries per completion queue (max_cqe), not "
+                            + capacity + ": make it smaller");
+                }
                 throw VerbsException.of("ibv_create_cq", errno);
             }
             // adopted under the monitor the context's destroy takes: a close never misses it, nor runs between

@@ -189,17 +189,48 @@ public final class QueuePair extends QueueEndpoint {
         }
         Context.PortAttributes port = context.port(config.port());
         Gid gid = config.gidIndex() >= 0 ? context.gid(config.port(), config.gidIndex()) : context.chooseGid(config.port());
-        synchronized (pd) {
-            pd.ensureOpen("create a queue pair");
-            // the queues' handles are read by ibv_create_qp: their destroys wait until the attach
-            MemorySegment sendCq = config.sendQueue().lendForCreation("create a queue pair");
-            try {
-                return create(pd, config, gid, port, sendCq, oneQueue ? sendCq
-                        : config.receiveQueue().lendForCreation("create a queue pair"));
-            } finally {
-                config.sendQueue().creationEnded();
+        try {
+            synchronized (pd) {
+                pd.ensureOpen("create a queue pair");
+                // the queues' handles are read by ibv_create_qp: their destroys wait until the attach
+                MemorySegment sendCq = config.sendQueue().lendForCreation("create a queue pair");
+                try {
+                    return create(pd, config, gid, port, sendCq, oneQueue ? sendCq
+                            : config.receiveQueue().lendForCreation("create a queue pair"));
+                } finally {
+                    config.sendQueue().creationEnded();
+                }
             }
+        } catch (VerbsException e) {
+            if (!"ibv_create_qp".equals(e.verb()) || e.errno() != io.jverbs.ibverbs.Errno.EINVAL) {
+                throw e;
+            }
+            // outside the domain's monitor: the query takes the context's
+            String hint = limitsHint(context, config.maxSendWr(), config.maxRecvWr(), config.maxInlineData());
+            throw hint == null ? e : new VerbsException("ibv_create_qp", e.errno(), hint);
         }
+    }
+
+    /**
+     * What to say when {@code ibv_create_qp} refused a queue pair's sizes (EINVAL): the device's
+     * limits beside what was asked.
+     *
+     * @param context the device
+     * @param send    send-queue depth asked for
+     * @param receive receive-queue depth asked for
+     * @param inline  inline bytes asked for
+     * @return the hint, or null when the device could not be asked (closed meanwhile)
+     */
+    static String limitsHint(Context context, int send, int receive, int inline) {
+        Context.DeviceAttributes a;
+        try {
+            a = context.deviceAttributes();
+        } catch (RuntimeException closed) {
+            return null;
+        }
+        return "the device refused the queue pair's sizes: it takes at most " + a.maxQpWr() + " work requests per"
+                + " queue (max_qp_wr), asked for " + send + " send and " + receive + " receive; and this many bytes"
+                + " inline, asked for " + inline + ", may be more than it takes: lower withDepth or withMaxInlineData";
     }
 
     /** The rest of {@link #create(ProtectionDomain, QueuePairConfig)}: the queues are lent to it. */

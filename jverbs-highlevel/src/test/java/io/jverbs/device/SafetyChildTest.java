@@ -305,6 +305,17 @@ class SafetyChildTest {
                         + " later ones refused";
             }
         });
+        CASES.put("sizes beyond the device's limits are refused naming the limits", (lb, d) -> {
+            Context.DeviceAttributes limits = lb.client.context.deviceAttributes();
+            String cq = limits.maxCqe() == Integer.MAX_VALUE ? "max_cqe not reachable"
+                    : refused(io.jverbs.ibverbs.VerbsException.class, "max_cqe",
+                            () -> lb.client.context.createCompletionQueue(limits.maxCqe() + 1));
+            // more inline bytes than any device takes (rxe: 1 KiB or less), on queues that fit the queue
+            String qp = refused(io.jverbs.ibverbs.VerbsException.class, "max_qp_wr",
+                    () -> lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d)
+                            .withDepth(4, 4).withMaxInlineData(1 << 20)));
+            return cq + "; " + qp;
+        });
         CASES.put("a queue pair closes while its completion queue waits for an event", (lb, d) -> {
             try (Context ctx = Rdma.open(d.name())) {
                 CompletionQueue cq = ctx.createCompletionQueueWithEvents(64);
