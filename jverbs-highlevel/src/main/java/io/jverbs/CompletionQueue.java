@@ -62,6 +62,9 @@ public final class CompletionQueue extends Resource {
     private long sweptAt = System.nanoTime();
     /** Copy-on-write under {@link #attachLock}; read without a lock by each poll. */
     private volatile QueueEndpoint[] attached = new QueueEndpoint[0];
+    /** Numbers of queue pairs detached from this queue (closed), the last {@value #DEPARTED_KEPT}. */
+    private volatile int[] departed = new int[0];
+    private static final int DEPARTED_KEPT = 256;
     /** Serializes the copy-on-write of {@link #attached} (attach also holds the monitor, detach does not). */
     private final Object attachLock = new Object();
     /**
@@ -319,13 +322,20 @@ public final class CompletionQueue extends Resource {
      * @param max     at most this many, 1 to {@value #MAX_BATCH}
      * @return how many completions were taken (0 when none was waiting): the duty-cycle count for
      *         an {@link IdleStrategy}
-     * @throws IllegalStateException when the queue is closed, or poll is re-entered from a handler
+     * @throws IllegalStateException when the queue is closed, poll is re-entered from a handler, or
+     *                               a {@link Poller} serves the queue and this is not its thread
      * @throws WrongThreadException when the queue is confined to another thread
      * @throws VerbsException when the provider reports a polling error
      */
     public int poll(CompletionHandler handler, int max) {
         if (max < 1 || max > MAX_BATCH) {
             throw new IllegalArgumentException("max must be 1 to " + MAX_BATCH + ", not " + max);
+        }
+        Poller served = poller;
+        if (served != null && !served.isPollerThread()) {
+            throw new IllegalStateException(this + " is served by a Poller: a poll on another thread would split"
+                    + " its completions between two handlers; handle them in the Poller's handler, or close the"
+                    + " Poller first");
         }
         polls.lock("poll");
         try {
@@ -431,6 +441,9 @@ public final class CompletionQueue extends Resource {
         }
         boolean forCaller;
         try {
+            if (owner == null && departed(qpn)) {
+                return; // work of a closed queue pair: its handler was told nothing more comes
+            }
             forCaller = owner == null ? (view.wrId() & QueuePair.FUTURE_TAG) == 0 : owner.onCompletion(view, this);
         } catch (RuntimeException | Error e) {
             handlerFailed(e); // the routing itself failed (e.g. a dependent stage threw an Error): go on with the batch
@@ -528,6 +541,8 @@ public final class CompletionQueue extends Resource {
             QueueEndpoint[] next = Arrays.copyOf(attached, attached.length + 1);
             next[attached.length] = qp;
             attached = next;
+            int n = qp.number(); // a number the device gives again: its completions are this queue pair's now
+            departed = Arrays.stream(departed).filter(d -> d != n).toArray();
         }
     }
 
@@ -537,8 +552,26 @@ public final class CompletionQueue extends Resource {
      */
     void detach(QueueEndpoint qp) {
         synchronized (attachLock) {
+            int before = attached.length;
             attached = Arrays.stream(attached).filter(q -> q != qp).toArray(QueueEndpoint[]::new);
+            if (attached.length < before) {
+                // its completions still in the queue belong to nobody now: dropped, not handed to a handler
+                int[] d = departed.length < DEPARTED_KEPT ? Arrays.copyOf(departed, departed.length + 1)
+                        : Arrays.copyOfRange(departed, 1, departed.length + 1);
+                d[d.length - 1] = qp.number();
+                departed = d;
+            }
         }
+    }
+
+    /** Whether {@code qpn} is of a queue pair that left this queue (closed) and has no successor here. */
+    private boolean departed(int qpn) {
+        for (int d : departed) {
+            if (d == qpn) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override

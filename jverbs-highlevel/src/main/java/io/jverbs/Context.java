@@ -185,7 +185,7 @@ public final class Context extends Resource {
         }
     }
 
-    /** The periodic duty: futures past their deadline, registrations whose memory was freed. */
+    /** The periodic duty: futures past their deadline. */
     private void sweep(long now) {
         for (QueueEndpoint qp : queuePairs()) {
             try {
@@ -193,15 +193,6 @@ public final class Context extends Resource {
             } catch (RuntimeException | Error e) {
                 System.getLogger("io.jverbs").log(System.Logger.Level.WARNING,
                         "failing the late futures of " + qp.kindAndNumber() + " failed", e);
-            }
-        }
-        for (Resource r : children()) {
-            if (r instanceof ProtectionDomain pd) {
-                for (Resource b : pd.children()) {
-                    if (b instanceof RegisteredBuffer buffer && buffer.memoryGone()) {
-                        buffer.closeQuietly();
-                    }
-                }
             }
         }
     }
@@ -311,6 +302,28 @@ public final class Context extends Resource {
                     ibv_device_attr.vendor_part_id(a), ibv_device_attr.max_ah(a), Math.max(0, ibv_device_attr.max_mw(a)),
                     (ibv_device_attr.device_cap_flags(a) & verbs_h.IBV_DEVICE_MEM_WINDOW_TYPE_2B) != 0);
         }
+    }
+
+    /** The device's outstanding RDMA Read/atomic limit (the lower of both directions): 0 not asked yet. */
+    private int rdAtomicLimit;
+
+    /**
+     * The most outstanding RDMA Reads and atomics the device takes in each direction
+     * ({@code max_qp_rd_atom}, {@code max_qp_init_rd_atom}, the lower): asked once; 255 when the
+     * device cannot be asked.
+     */
+    synchronized int rdAtomicLimit() {
+        if (rdAtomicLimit == 0) {
+            int n;
+            try {
+                DeviceAttributes a = deviceAttributes();
+                n = Math.min(a.maxQpRdAtomic(), a.maxQpInitRdAtomic());
+            } catch (VerbsException e) {
+                n = 255;
+            }
+            rdAtomicLimit = n > 0 ? n : 255;
+        }
+        return rdAtomicLimit;
     }
 
     /** The device's type-2 memory windows: -1 not asked yet, else {@code max_mw} when it has type 2B windows, or 0. */
@@ -449,7 +462,8 @@ public final class Context extends Resource {
      * A completion queue confined to the calling thread, like a confined
      * {@link java.lang.foreign.Arena}: {@link CompletionQueue#poll} and {@code close()} (also the
      * close of this context while the queue is open) are accepted only from this thread, others
-     * get {@link WrongThreadException}; in exchange a poll takes no lock. For a thread that owns
+     * get {@link WrongThreadException}, until the thread ends (then any thread may close it); in
+     * exchange a poll takes no lock. For a thread that owns
      * its connection and polls it itself; a {@link Poller} refuses it (it polls on its own thread).
      *
      * @param capacity entries, at least 1 (the device may round up)

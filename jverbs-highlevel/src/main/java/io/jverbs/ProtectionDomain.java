@@ -85,8 +85,8 @@ public final class ProtectionDomain extends Resource {
     /**
      * Registers a native segment the caller allocated (and keeps owning), following the segment's
      * scope: a post that names the buffer after its arena closed throws
-     * {@link IllegalStateException}, and the context's event thread releases
-     * ({@code ibv_dereg_mr}) a registration whose arena has closed within about 100 ms. In that
+     * {@link IllegalStateException}, and a jverbs thread that runs no user code releases
+     * ({@code ibv_dereg_mr}) a registration whose arena has closed within about 20 ms. In that
      * window a peer holding the rkey could still write into the freed pages: prefer
      * {@link #register(Arena, MemorySegment, Access...)}, which deregisters <em>before</em> the arena
      * frees the memory, or close the buffer before the arena. A segment of an automatic arena

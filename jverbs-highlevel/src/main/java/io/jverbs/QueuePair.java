@@ -100,6 +100,8 @@ public final class QueuePair extends QueueEndpoint {
     private final Gid gid;
     private final Context.PortAttributes port;
     private final int maxInline;
+    /** Outstanding RDMA Reads/atomics in each direction: the config's, capped by the device when created. */
+    private int rdAtomic;
     private final Arena arena = Arena.ofShared();
     /** Per-connection latency, or null: set before connect ({@link #trackLatency}), read by posts and polls. */
     private volatile LatencyTracker latency;
@@ -160,6 +162,7 @@ public final class QueuePair extends QueueEndpoint {
         this.gid = gid;
         this.port = port;
         this.maxInline = maxInline;
+        this.rdAtomic = config.maxRdAtomic();
         this.posting = new PostLock(this, config.confined() ? Thread.currentThread() : null);
         this.scratch = arena.allocate(INLINE + Math.max(8, maxInline), 64);
         this.scratchAddress = scratch.address();
@@ -189,13 +192,14 @@ public final class QueuePair extends QueueEndpoint {
         }
         Context.PortAttributes port = context.port(config.port());
         Gid gid = config.gidIndex() >= 0 ? context.gid(config.port(), config.gidIndex()) : context.chooseGid(config.port());
+        int rdAtomic = Math.min(config.maxRdAtomic(), context.rdAtomicLimit()); // the device caps it
         try {
             synchronized (pd) {
                 pd.ensureOpen("create a queue pair");
                 // the queues' handles are read by ibv_create_qp: their destroys wait until the attach
                 MemorySegment sendCq = config.sendQueue().lendForCreation("create a queue pair");
                 try {
-                    return create(pd, config, gid, port, sendCq, oneQueue ? sendCq
+                    return create(pd, config, gid, port, rdAtomic, sendCq, oneQueue ? sendCq
                             : config.receiveQueue().lendForCreation("create a queue pair"));
                 } finally {
                     config.sendQueue().creationEnded();
@@ -235,7 +239,7 @@ public final class QueuePair extends QueueEndpoint {
 
     /** The rest of {@link #create(ProtectionDomain, QueuePairConfig)}: the queues are lent to it. */
     private static QueuePair create(ProtectionDomain pd, QueuePairConfig config, Gid gid, Context.PortAttributes port,
-                                    MemorySegment sendCq, MemorySegment recvCq) {
+                                    int rdAtomic, MemorySegment sendCq, MemorySegment recvCq) {
         boolean oneQueue = config.sendQueue() == config.receiveQueue();
         MemorySegment qp;
         int maxInline;
@@ -263,6 +267,7 @@ public final class QueuePair extends QueueEndpoint {
             QueuePair pair = null;
             try {
                 pair = new QueuePair(pd, config, qp, maxInline, gid, port);
+                pair.rdAtomic = rdAtomic;
                 config.sendQueue().attach(pair);
                 if (config.receiveQueue() != config.sendQueue()) {
                     config.receiveQueue().attach(pair);
@@ -312,6 +317,15 @@ public final class QueuePair extends QueueEndpoint {
      */
     public int maxInlineData() {
         return maxInline;
+    }
+
+    /**
+     * Returns how many RDMA Reads and atomics may be outstanding in each direction.
+     *
+     * @return {@link QueuePairConfig#maxRdAtomic()}, capped by the device's limit
+     */
+    public int maxRdAtomic() {
+        return rdAtomic;
     }
 
     @Override
@@ -419,7 +433,7 @@ public final class QueuePair extends QueueEndpoint {
                 ibv_qp_attr.path_mtu(attr, Math.min(port.activeMtu(), remote.mtu()));
                 ibv_qp_attr.dest_qp_num(attr, remote.qpn());
                 ibv_qp_attr.rq_psn(attr, remote.psn());
-                ibv_qp_attr.max_dest_rd_atomic(attr, (byte) config.maxRdAtomic());
+                ibv_qp_attr.max_dest_rd_atomic(attr, (byte) rdAtomic);
                 ibv_qp_attr.min_rnr_timer(attr, (byte) config.minRnrTimer());
                 MemorySegment ah = ibv_qp_attr.ah_attr(attr);
                 ibv_ah_attr.dlid(ah, (short) remote.lid());
@@ -440,7 +454,7 @@ public final class QueuePair extends QueueEndpoint {
                 ibv_qp_attr.retry_cnt(attr, (byte) config.retryCount());
                 ibv_qp_attr.rnr_retry(attr, (byte) config.rnrRetry());
                 ibv_qp_attr.sq_psn(attr, psn);
-                ibv_qp_attr.max_rd_atomic(attr, (byte) config.maxRdAtomic());
+                ibv_qp_attr.max_rd_atomic(attr, (byte) rdAtomic);
             }, verbs_h.IBV_QP_STATE | verbs_h.IBV_QP_SQ_PSN
                     | (rc ? verbs_h.IBV_QP_TIMEOUT | verbs_h.IBV_QP_RETRY_CNT | verbs_h.IBV_QP_RNR_RETRY
                           | verbs_h.IBV_QP_MAX_QP_RD_ATOMIC : 0));

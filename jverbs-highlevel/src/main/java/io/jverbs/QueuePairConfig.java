@@ -43,7 +43,8 @@ import java.util.Objects;
  *                      false): its posts and its {@code close()} are accepted only from that thread
  *                      (others get {@link WrongThreadException}), like a confined
  *                      {@link java.lang.foreign.Arena}, and in exchange a post takes no lock. Its
- *                      completions may still be polled on any thread.
+ *                      completions may still be polled on any thread. Once that thread has ended,
+ *                      any thread may close it (directly or through its context).
  * @param transport     {@link Transport#RC} (default) or {@link Transport#UC}; a UC queue pair does
  *                      RDMA Write and Send only (Read and atomics are refused before posting), and
  *                      ignores {@code timeout}, {@code retryCount}, {@code rnrRetry},
@@ -264,7 +265,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
 
     /**
      * Returns a copy with another number of outstanding RDMA Reads and atomics (as initiator and
-     * as target; the device caps it, rxe at 128).
+     * as target; the device caps it, rxe at 128: {@link QueuePair#maxRdAtomic()} says what was granted).
      *
      * @param outstanding 1 to 255
      * @return the copy

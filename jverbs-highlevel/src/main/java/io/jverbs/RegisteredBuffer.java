@@ -20,8 +20,8 @@ import java.util.Set;
  * {@link ProtectionDomain#register} leaves the memory to the caller and follows its scope: a
  * post that names it after its arena closed throws, and the registration is released when the
  * arena closes ({@link ProtectionDomain#register(Arena, MemorySegment, Access...)}: before the
- * memory is freed) or within about 100 ms after ({@link ProtectionDomain#register(MemorySegment,
- * Access...)}, by the context's event thread).
+ * memory is freed) or within about 20 ms after ({@link ProtectionDomain#register(MemorySegment,
+ * Access...)}, by a jverbs thread that runs no user code).
  *
  * <p>Thread-safe; the bytes of the segment are shared with the device and with the peer (when
  * remote rights were granted): who writes when is the application's protocol.
@@ -70,7 +70,52 @@ public final class RegisteredBuffer extends Resource {
             }
             throw e;
         }
+        if (buffer.callerMemory) {
+            Reaper.follow(buffer);
+        }
         return buffer;
+    }
+
+    /**
+     * Releases the registrations of caller memory whose arena closed, on a thread of its own (one
+     * per JVM, started with the first such registration): no user code runs on it, so a blocked
+     * callback elsewhere never holds a release back.
+     */
+    private static final class Reaper {
+        /** How often the followed registrations are looked at. */
+        static final long PERIOD_MILLIS = 20;
+        private static final Set<RegisteredBuffer> FOLLOWED = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        private static Thread thread;
+
+        static synchronized void follow(RegisteredBuffer buffer) {
+            FOLLOWED.add(buffer);
+            if (thread == null) {
+                thread = Thread.ofPlatform().name("jverbs-memory-reaper").daemon(true).start(Reaper::run);
+            }
+        }
+
+        private static void run() {
+            while (true) {
+                for (java.util.Iterator<RegisteredBuffer> it = FOLLOWED.iterator(); it.hasNext(); ) {
+                    RegisteredBuffer b = it.next();
+                    try {
+                        if (b.isClosed()) {
+                            it.remove();
+                        } else if (b.memoryGone()) {
+                            b.closeQuietly();
+                            it.remove();
+                        }
+                    } catch (RuntimeException | Error e) {
+                        it.remove(); // closeQuietly logged it; never retried
+                    }
+                }
+                try {
+                    Thread.sleep(PERIOD_MILLIS);
+                } catch (InterruptedException e) {
+                    // a daemon that only stops with the JVM
+                }
+            }
+        }
     }
 
     /**

@@ -224,7 +224,7 @@ public abstract sealed class Resource implements AutoCloseable
      */
     void checkCloser(Thread closer) {
         Thread owner = confinedTo();
-        if (owner != null && owner != closer && !closed) {
+        if (owner != null && owner != closer && !closed && owner.isAlive()) { // an ended owner leaves the close to anyone
             throw wrongThread(owner, "close");
         }
         List<Resource> kids;

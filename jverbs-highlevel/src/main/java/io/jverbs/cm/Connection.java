@@ -146,7 +146,8 @@ public final class Connection implements AutoCloseable {
          *                  {@link Server#accept(Duration, Options)})
          * @param slotBytes bytes per slot; {@code ring.length() / slotBytes} slots (at most the
          *                  receive depth)
-         * @return the copy
+         * @return the copy; a connection made with a ring and a {@link Poller} but no handler is
+         *         refused ({@link IllegalArgumentException}): the ring's messages would reach nobody
          */
         public Options receiveRing(RegisteredBuffer ring, int slotBytes) {
             return new Options(sendDepth, receiveDepth, configure, offer, ring, slotBytes, polling, handler, connectAttempts, retryInterval,
@@ -266,6 +267,11 @@ public final class Connection implements AutoCloseable {
      */
     private static RegisteredBuffer claimRing(Options options) {
         RegisteredBuffer ring = options.receiveRing();
+        if (ring != null && options.polling() != null && options.handler() == null) {
+            throw new IllegalArgumentException("a receive ring with a Poller but no handler: the ring's messages would"
+                    + " be dropped unseen and its slots never posted again; give the Poller a handler"
+                    + " (Options.polling(idle, handler)), or poll the connection's queue yourself");
+        }
         if (ring != null) {
             synchronized (RINGS_IN_USE) {
                 if (!RINGS_IN_USE.add(ring)) {

@@ -684,8 +684,8 @@ public final class RdmaCm {
             rdma_conn_param.private_data(p, arena.allocateFrom(ValueLayout.JAVA_BYTE, privateData));
             rdma_conn_param.private_data_len(p, (byte) privateData.length);
         }
-        rdma_conn_param.responder_resources(p, (byte) qp.config().maxRdAtomic());
-        rdma_conn_param.initiator_depth(p, (byte) qp.config().maxRdAtomic());
+        rdma_conn_param.responder_resources(p, (byte) qp.maxRdAtomic());
+        rdma_conn_param.initiator_depth(p, (byte) qp.maxRdAtomic());
         rdma_conn_param.retry_count(p, (byte) qp.config().retryCount());
         rdma_conn_param.rnr_retry_count(p, (byte) qp.config().rnrRetry());
         rdma_conn_param.qp_num(p, qp.number());

@@ -21,7 +21,8 @@ import java.util.concurrent.locks.LockSupport;
  * <p>A lock made confined to a thread (the queue of {@link QueuePairConfig#confined()} or
  * {@link Context#createConfinedCompletionQueue}) takes no compare-and-set: only that thread may
  * take it ({@link WrongThreadException} otherwise), so a plain flag is enough to refuse a
- * re-entry and to tell the destroy that the owner is inside.
+ * re-entry and to tell the destroy that the owner is inside. Once that thread has ended, the
+ * close (taken as {@code "close"}) is accepted from any thread.
  */
 public final class PostLock {
     private static final VarHandle OWNER;
@@ -99,7 +100,8 @@ public final class PostLock {
     }
 
     private void lockConfined(String what) {
-        if (Thread.currentThread() != confinedTo) {
+        // once its thread has ended, a confined queue's close (and only that) may come from any thread
+        if (Thread.currentThread() != confinedTo && (confinedTo.isAlive() || !"close".equals(what))) {
             throw Secrets.core().wrongThread(guarded, confinedTo, what);
         }
         if (confinedHeld) {

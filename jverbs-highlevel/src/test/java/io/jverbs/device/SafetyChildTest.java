@@ -377,6 +377,54 @@ class SafetyChildTest {
                 }
             }
         });
+        CASES.put("a manual poll of a queue a Poller serves", (lb, d) -> {
+            lb.client.startPoller();
+            return refused(IllegalStateException.class, "served by a Poller", () -> lb.client.cq.poll(c -> { }, 16));
+        });
+        CASES.put("a receive ring with a Poller but no handler", (lb, d) -> {
+            RegisteredBuffer ring = lb.server.pd.allocate(4 * 256);
+            Connection.Options options = Connection.Options.defaults().configure(c -> config(c, d)).depth(8, 8)
+                    .receiveRing(ring, 256);
+            return refused(IllegalArgumentException.class, "no handler",
+                    () -> Connection.connect(lb.client.pd, d.ip(), 1, options));
+        });
+        CASES.put("a confined queue pair whose owner thread ended, closed from another thread", (lb, d) -> {
+            Context ctx = Rdma.open(d.name());
+            AtomicReference<QueuePair> made = new AtomicReference<>();
+            Thread owner = Thread.ofPlatform().start(() -> {
+                CompletionQueue cq = ctx.createConfinedCompletionQueue(16);
+                made.set(ctx.allocateProtectionDomain().createQueuePair(config(QueuePairConfig.rc(cq), d)
+                        .withDepth(4, 4).withConfined(true)));
+            });
+            owner.join(WAIT.toMillis());
+            QueuePair qp = made.get();
+            if (qp == null) {
+                throw new AssertionError("the owner thread made no queue pair");
+            }
+            ctx.close(); // the owner ended: anyone may close what it confined
+            if (!qp.isClosed() || !ctx.isClosed()) {
+                throw new LoopbackChild.Unchecked("the context's close left the ended owner's queue pair open");
+            }
+            return "Context.close() on another thread closed the queue pair and queue of an ended owner thread";
+        });
+        CASES.put("more outstanding reads than the device takes", (lb, d) -> {
+            int limit = Math.min(lb.client.context.deviceAttributes().maxQpRdAtomic(),
+                    lb.client.context.deviceAttributes().maxQpInitRdAtomic());
+            if (limit >= 255) {
+                return "the device takes 255: nothing to cap";
+            }
+            try (QueuePair a = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(4, 4)
+                    .withMaxRdAtomic(limit + 1));
+                 QueuePair b = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(4, 4)
+                    .withMaxRdAtomic(255))) {
+                a.connect(b.localEndpoint());
+                b.connect(a.localEndpoint());
+                if (a.maxRdAtomic() != limit || b.maxRdAtomic() != limit) {
+                    throw new AssertionError("not capped to " + limit + ": " + a.maxRdAtomic() + ", " + b.maxRdAtomic());
+                }
+                return "asked " + (limit + 1) + " and 255, connected with the device's " + limit;
+            }
+        });
         CASES.put("a receive ring given to a second live connection", (lb, d) -> {
             RegisteredBuffer ring = lb.server.pd.allocate(4 * 256);
             Connection.Options options = Connection.Options.defaults().configure(c -> config(c, d)).depth(8, 8)
