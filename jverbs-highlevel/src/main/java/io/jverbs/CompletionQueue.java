@@ -227,10 +227,14 @@ public final class CompletionQueue extends Resource {
         return now - sweptAt >= nanos;
     }
 
-    /** Whether the calling thread is the one that takes this queue's completions (its poller, or inside its poll). */
+    /**
+     * Whether the calling thread is the one that takes this queue's completions: its poller, a
+     * thread inside its poll, or the owner of a confined queue (no other thread may poll it).
+     */
     boolean isPollingThread() {
         Poller p = poller;
-        return p != null && p.isPollerThread() || polls.heldByCurrentThread();
+        return p != null && p.isPollerThread() || polls.heldByCurrentThread()
+                || polls.confinedTo() == Thread.currentThread();
     }
 
     /** A poller takes this queue; refused when another serves it. */

@@ -8,6 +8,9 @@ import java.util.concurrent.locks.LockSupport;
  * instance per polling thread.
  */
 public interface IdleStrategy {
+    /** The longest park {@link #backoff(int, int, long)} accepts: 100 ms. */
+    long MAX_PARK_NANOS = 100_000_000L;
+
     /**
      * Called after each duty cycle.
      *
@@ -33,10 +36,21 @@ public interface IdleStrategy {
      *
      * @param spins        idle cycles spent spinning first
      * @param yields       idle cycles spent yielding next
-     * @param maxParkNanos the longest park
+     * @param maxParkNanos the longest park, 1 ns to 100 ms: a completion can wait that long
+     *                     unseen, and a longer park would outlast the deadline sweep's 100 ms and
+     *                     let a future fail by deadline with its completion already in the queue
      * @return a back-off strategy
+     * @throws IllegalArgumentException when a count is negative or the park out of range
      */
     static IdleStrategy backoff(int spins, int yields, long maxParkNanos) {
+        if (spins < 0 || yields < 0) {
+            throw new IllegalArgumentException("spins and yields at least 0, not " + spins + "/" + yields);
+        }
+        if (maxParkNanos < 1 || maxParkNanos > MAX_PARK_NANOS) {
+            throw new IllegalArgumentException("the longest park is 1 ns to 100 ms, not " + maxParkNanos + " ns: a"
+                    + " parked poller leaves completions unseen that long, and the futures' deadlines are swept every"
+                    + " 100 ms");
+        }
         return new IdleStrategy() {
             private long idleCycles;
             private long parkNanos = 1_000;

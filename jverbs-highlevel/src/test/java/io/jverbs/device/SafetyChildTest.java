@@ -377,6 +377,31 @@ class SafetyChildTest {
                 }
             }
         });
+        CASES.put("a back-off that parks longer than the deadline sweep", (lb, d) -> refused(
+                IllegalArgumentException.class, "100 ms", () -> io.jverbs.IdleStrategy.backoff(100, 10, 5_000_000_000L)));
+        CASES.put("a wait on the owner thread of a confined queue", (lb, d) -> {
+            try (Context ctx = Rdma.open(d.name())) {
+                CompletionQueue cq = ctx.createConfinedCompletionQueue(16);
+                QueuePair qp = ctx.allocateProtectionDomain().createQueuePair(config(QueuePairConfig.rc(cq), d)
+                        .withDepth(4, 4));
+                RegisteredBuffer local = qp.protectionDomain().allocate(64);
+                QueuePair peer = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(4, 4));
+                qp.connect(peer.localEndpoint());
+                peer.connect(qp.localEndpoint());
+                CompletableFuture<?> f = qp.writeAsync(local, 0, 8, lb.serverRemote(), 0);
+                long start = System.nanoTime();
+                String r = refused(IllegalStateException.class, "only this thread", f::join);
+                long ms = (System.nanoTime() - start) / 1_000_000;
+                if (ms > 500) {
+                    throw new LoopbackChild.Unchecked("the refusal came after " + ms + " ms, not at once");
+                }
+                while (cq.poll(c -> { }, 4) == 0 && !f.isDone()) {
+                    Thread.onSpinWait(); // the owner polls, as it must
+                }
+                peer.close();
+                return r + " (in " + ms + " ms)";
+            }
+        });
         CASES.put("a manual poll of a queue a Poller serves", (lb, d) -> {
             lb.client.startPoller();
             return refused(IllegalStateException.class, "served by a Poller", () -> lb.client.cq.poll(c -> { }, 16));
