@@ -118,6 +118,11 @@ public abstract sealed class PostList permits WorkBatch, DatagramBatch {
     }
 
     /** The payload length of request {@code i} (its SGE's). */
+    /** The local buffer of request {@code i}. */
+    final RegisteredBuffer buffer(int i) {
+        return buffers[i];
+    }
+
     final int lengthOf(int i) {
         return memory.get(INT, sgeOffset(i) + io.jverbs.ibverbs.raw.ibv_sge.length$OFFSET);
     }

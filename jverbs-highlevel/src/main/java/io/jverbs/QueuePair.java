@@ -838,6 +838,7 @@ public final class QueuePair extends QueueEndpoint {
             throw new IllegalArgumentException("the batch belongs to another queue pair");
         }
         batch.recheck("post a batch");
+        batch.copyInline();
         int n = batch.size();
         if (n == 0) {
             return OK;

@@ -11,14 +11,19 @@ import java.lang.foreign.MemorySegment;
  * fewer doorbells for bursts of small operations. Made by {@link QueuePair#newBatch(int)}, reused after each post; allocates nothing
  * after creation. Its memory belongs to the queue pair and is released when the queue pair closes.
  *
- * <p>Each add checks its ranges (as the single-request methods do) and copies inline payloads at
- * once. Not thread-safe: fill and post a batch from one thread.
+ * <p>Each add checks its ranges (as the single-request methods do). The bytes of every request are
+ * those of the moment of the post, as for the single-request methods and {@link PreparedRequest}:
+ * the device reads the local buffer after the post, and a request small enough to go inline
+ * ({@link QueuePair#maxInlineData()}) is copied when posted. Not thread-safe: fill and post a
+ * batch from one thread.
  */
 public final class WorkBatch extends PostList {
     private final QueuePair qp;
     private final long inlineBase;
     private final int inlineSlot;
     private final boolean[] signaled;
+    /** The source offset in its buffer of each inline request, copied at the post; -1 when not inline. */
+    private final long[] inlineFrom;
 
     WorkBatch(QueuePair qp, int capacity, MemorySegment memory, int inlineSlot) {
         super(capacity, memory);
@@ -26,6 +31,7 @@ public final class WorkBatch extends PostList {
         this.inlineBase = listBytes(capacity);
         this.inlineSlot = inlineSlot;
         this.signaled = new boolean[capacity];
+        this.inlineFrom = new long[capacity];
     }
 
     static long bytes(int capacity, int inlineSlot) {
@@ -151,10 +157,10 @@ public final class WorkBatch extends PostList {
         long wr = wrOffset(i);
         long data = local.address() + localOffset;
         int flags = 0;
+        inlineFrom[i] = -1;
         if (qp.inlines(opcode, length)) { // the queue pair's rule: its max inline, Write and Send only
-            long slot = inlineBase + (long) i * inlineSlot;
-            MemorySegment.copy(local.segment(), localOffset, memory, slot, length);
-            data = base + slot;
+            inlineFrom[i] = localOffset; // copied at the post, so that it carries that moment's bytes
+            data = base + inlineBase + (long) i * inlineSlot;
             flags = verbs_h.IBV_SEND_INLINE;
         }
         WorkRequests.send(memory, base, wr, sgeOffset(i), wrId, opcode, flags, 0, data, length, local.lkey());
@@ -166,6 +172,16 @@ public final class WorkBatch extends PostList {
         signaled[i] = wantSignal;
         added(i, local);
         return this;
+    }
+
+    /** Copies the inline requests' payloads into their slots, just before the post; after {@link #recheck}. */
+    void copyInline() {
+        for (int i = 0, n = size(); i < n; i++) {
+            long from = inlineFrom[i];
+            if (from >= 0) {
+                MemorySegment.copy(buffer(i).segment(), from, memory, inlineBase + (long) i * inlineSlot, lengthOf(i));
+            }
+        }
     }
 
     QueuePair owner() {

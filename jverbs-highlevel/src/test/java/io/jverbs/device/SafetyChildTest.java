@@ -139,6 +139,36 @@ class SafetyChildTest {
             return receive + "; " + read;
         });
 
+        CASES.put("a batched inline write carries the bytes of the post, not of the add", (lb, d) -> {
+            int bytes = Math.min(32, lb.client.qp.maxInlineData());
+            if (bytes <= 0) {
+                throw new AssertionError("queue pair " + lb.client.qp.number() + " inlines nothing on " + d.name());
+            }
+            RegisteredBuffer source = lb.client.pd.allocate(4096);
+            source.segment().fill((byte) 0x11);
+            lb.server.buffer.segment().asSlice(0, bytes).fill((byte) 0);
+            io.jverbs.WorkBatch batch = lb.client.qp.newBatch(1);
+            batch.write(1, source, 0, bytes, lb.serverRemote(), 0, true);
+            source.segment().fill((byte) 0x22); // filled in after the add, before the post
+            if (lb.client.qp.post(batch) != QueuePair.OK) {
+                throw new AssertionError("the batch was not posted");
+            }
+            int[] done = new int[1];
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (done[0] == 0 && System.nanoTime() < deadline) {
+                lb.client.cq.poll(c -> done[0]++, 4);
+            }
+            byte landed = lb.server.buffer.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, bytes - 1);
+            if (done[0] == 0) {
+                throw new AssertionError("the write did not complete");
+            }
+            if (landed != 0x22) {
+                throw new LoopbackChild.Unchecked("the " + bytes + "-byte inline write carried 0x"
+                        + Integer.toHexString(landed & 0xff) + ", the bytes of the add (0x11), not of the post (0x22)");
+            }
+            return "the " + bytes + "-byte inline write landed the bytes of the post (0x22)";
+        });
+
         // ---- parents are checked ----
         CASES.put("a queue pair on a completion queue of another context", (lb, d) -> refused(
                 IllegalArgumentException.class, "same Context",
