@@ -26,6 +26,17 @@ public enum Access {
         return flags(access, true);
     }
 
+    /** The remote rights among verbs access {@code flags}. */
+    static Set<Access> of(int flags) {
+        Set<Access> rights = java.util.EnumSet.noneOf(Access.class);
+        for (Access a : values()) {
+            if ((flags & a.flag) != 0) {
+                rights.add(a);
+            }
+        }
+        return rights;
+    }
+
     /** The verbs access flags: the remote rights, plus local write unless the memory is read-only. */
     static int flags(Set<Access> access, boolean localWrite) {
         int flags = localWrite ? verbs_h.IBV_ACCESS_LOCAL_WRITE : 0;

@@ -345,6 +345,18 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     /**
+     * Returns what a peer may do through this queue pair: the config's explicit rights
+     * ({@link QueuePairConfig#withRemoteAccess}) or, by default, the rights its domain's buffers
+     * were registered with so far (widened as buffers with new rights are registered), less what
+     * the transport does not carry (UC carries writes only). Thread-safe.
+     *
+     * @return a copy; empty when a peer may only send to it
+     */
+    public java.util.Set<Access> remoteAccess() {
+        return Access.of(config.accessFlags(pd == null ? java.util.EnumSet.noneOf(Access.class) : pd.grantedRights()));
+    }
+
+    /**
      * Returns the config this queue pair was made with.
      *
      * @return the config

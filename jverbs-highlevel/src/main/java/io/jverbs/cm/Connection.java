@@ -317,7 +317,8 @@ public final class Connection implements AutoCloseable {
      * @param options how
      * @return the connection, with the peer's handshake
      * @throws RdmaCmException when the peer refuses on every attempt, is unreachable or silent
-     * @throws IllegalArgumentException when the offer does not fit a connection request
+     * @throws IllegalArgumentException when the offer does not fit a connection request, or offers rights
+     *         the queue pair does not give peers ({@link QueuePair#remoteAccess()})
      */
     public static Connection connect(ProtectionDomain pd, String host, int port, Options options) {
         options.offer().requireFits(Handshake.MAX_CONNECT_BYTES, "a connection request"); // before anything is made
@@ -393,7 +394,8 @@ public final class Connection implements AutoCloseable {
          * @return the connection, with the client's handshake
          * @throws RdmaCmException when no client comes in time or the handshake fails
          * @throws IllegalStateException when the server is closed
-         * @throws IllegalArgumentException when the offer does not fit the reply
+         * @throws IllegalArgumentException when the offer does not fit the reply, or offers rights the
+         *         queue pair does not give peers ({@link QueuePair#remoteAccess()})
          */
         public Connection accept(Duration timeout) {
             return accept(timeout, options);
@@ -409,7 +411,8 @@ public final class Connection implements AutoCloseable {
          * @throws RdmaCmException when no client comes in time or the handshake fails
          * @throws IllegalStateException when the server is closed, or the options' receive ring is
          *                               posted for another live connection
-         * @throws IllegalArgumentException when the offer does not fit the reply
+         * @throws IllegalArgumentException when the offer does not fit the reply, or offers rights the
+         *         queue pair does not give peers ({@link QueuePair#remoteAccess()})
          */
         public Connection accept(Duration timeout, Options options) {
             Parts parts = Parts.open(pd, options);

@@ -1,5 +1,7 @@
 package io.jverbs.cm;
 
+import io.jverbs.Access;
+import io.jverbs.QueuePair;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.internal.CoreAccess;
@@ -9,6 +11,7 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 
 /**
  * What one side of an rdma_cm connection tells the other in the handshake itself (the private
@@ -141,6 +144,22 @@ public final class Handshake {
             throw new IllegalArgumentException("the handshake takes " + size + " bytes (" + buffers.size()
                     + " buffers of " + RemoteBuffer.BYTES + ", " + data.length + " bytes of data, a header of " + HEADER
                     + "), but " + where + " carries at most " + limit);
+        }
+    }
+
+    /**
+     * Refuses an offer of rights {@code qp} does not give peers: the peer's first operation with
+     * them would fail its own queue pair (a remote access error), far from the cause.
+     */
+    void requireGrantedBy(QueuePair qp) {
+        Set<Access> granted = qp.remoteAccess();
+        for (RemoteBuffer r : buffers) {
+            if (!granted.containsAll(r.rights())) {
+                throw new IllegalArgumentException("the handshake offers " + r + ", but queue pair " + qp.number()
+                        + " lets a peer do only " + granted + ": a peer's request with the rest would fail with a"
+                        + " remote access error. Offer fewer rights, register the buffer with them, or widen"
+                        + " QueuePairConfig.withRemoteAccess");
+            }
         }
     }
 

@@ -99,11 +99,13 @@ public final class RdmaCm {
      * @throws RdmaCmException when the peer rejects, is unreachable, or does not answer in time, or
      *         the thread is interrupted while it waits (EINTR)
      * @throws IllegalStateException when the queue pair is not prepared
-     * @throws IllegalArgumentException when the offer does not fit a connection request
+     * @throws IllegalArgumentException when the offer does not fit a connection request, or offers rights
+     *         the queue pair does not give peers ({@link QueuePair#remoteAccess()})
      */
     public static CmConnection connect(QueuePair qp, String host, int port, Duration timeout, Handshake offer) {
         byte[] privateData = offer.encode(Handshake.MAX_CONNECT_BYTES, "a connection request");
         CORE.requirePrepared(qp);
+        offer.requireGrantedBy(qp);
         long deadline = System.nanoTime() + timeout.toNanos();
         Channel channel = Channel.create();
         MemorySegment id = MemorySegment.NULL;
@@ -246,6 +248,9 @@ public final class RdmaCm {
          */
         private final java.util.concurrent.locks.ReentrantLock acceptLock = new java.util.concurrent.locks.ReentrantLock();
         private volatile boolean closed;
+        /** The event channel of the handshake an accept has under way, which {@link #close()} aborts. */
+        private final java.util.concurrent.atomic.AtomicReference<Channel> handshaking =
+                new java.util.concurrent.atomic.AtomicReference<>();
         private final java.util.concurrent.atomic.AtomicBoolean destroyed = new java.util.concurrent.atomic.AtomicBoolean();
 
         private Listener(MemorySegment id, Channel channel, int port, boolean datagrams) {
@@ -273,7 +278,7 @@ public final class RdmaCm {
          * @return the connection
          * @throws RdmaCmException when no request comes in time or the handshake fails, or the
          *         thread is interrupted while it waits (EINTR)
-         * @throws IllegalStateException when the listener is closed, before or during the wait, or
+         * @throws IllegalStateException when the listener is closed, before or during the wait or the handshake, or
          *         is for datagrams, or the queue pair is not prepared
          */
         public CmConnection accept(QueuePair qp, Duration timeout) {
@@ -292,9 +297,10 @@ public final class RdmaCm {
          * @return the connection
          * @throws RdmaCmException when no request comes in time or the handshake fails, or the
          *         thread is interrupted while it waits (EINTR)
-         * @throws IllegalStateException when the listener is closed, before or during the wait, or
+         * @throws IllegalStateException when the listener is closed, before or during the wait or the handshake, or
          *         is for datagrams, or the queue pair is not prepared
-         * @throws IllegalArgumentException when the offer does not fit the reply
+         * @throws IllegalArgumentException when the offer does not fit the reply, or offers rights the
+         *         queue pair does not give peers ({@link QueuePair#remoteAccess()})
          */
         public CmConnection accept(QueuePair qp, Duration timeout, Handshake offer) {
             return accept(qp, timeout, offer, requester -> true);
@@ -313,7 +319,7 @@ public final class RdmaCm {
          * @return the connection
          * @throws RdmaCmException when no admitted request comes in time or the handshake fails,
          *         or the thread is interrupted while it waits (EINTR)
-         * @throws IllegalStateException when the listener is closed, before or during the wait, or
+         * @throws IllegalStateException when the listener is closed, before or during the wait or the handshake, or
          *         is for datagrams, or the queue pair is not prepared
          */
         public CmConnection accept(QueuePair qp, Duration timeout, Predicate<InetSocketAddress> admit) {
@@ -332,9 +338,10 @@ public final class RdmaCm {
          * @return the connection
          * @throws RdmaCmException when no admitted request comes in time or the handshake fails,
          *         or the thread is interrupted while it waits (EINTR)
-         * @throws IllegalStateException when the listener is closed, before or during the wait, or
+         * @throws IllegalStateException when the listener is closed, before or during the wait or the handshake, or
          *         is for datagrams, or the queue pair is not prepared
-         * @throws IllegalArgumentException when the offer does not fit the reply
+         * @throws IllegalArgumentException when the offer does not fit the reply, or offers rights the
+         *         queue pair does not give peers ({@link QueuePair#remoteAccess()})
          */
         public CmConnection accept(QueuePair qp, Duration timeout, Handshake offer,
                                    Predicate<InetSocketAddress> admit) {
@@ -342,6 +349,7 @@ public final class RdmaCm {
             if (datagrams) {
                 throw new IllegalStateException("this listener answers datagram resolutions: use acceptDatagram");
             }
+            offer.requireGrantedBy(qp);
             long deadline = System.nanoTime() + timeout.toNanos();
             takeAcceptTurn(deadline);
             try {
@@ -386,8 +394,10 @@ public final class RdmaCm {
             Channel.Event request = admitted(deadline, admit);
             MemorySegment child = request.id();
             Channel own = Channel.create();
+            handshaking.set(own);
             boolean replied = false;
             try (Arena arena = Arena.ofConfined()) {
+                requireOpenDuringHandshake(null);
                 check("rdma_migrate_id", rdma_cma_h.rdma_migrate_id(child, own.channel));
                 requireSameDevice(child, CORE.contextName(qp.config().sendQueue()));
                 moveTo(child, qp, verbs_h.IBV_QPS_INIT);
@@ -396,6 +406,7 @@ public final class RdmaCm {
                 check("rdma_accept", rdma_cma_h.rdma_accept(child, connParam(arena, qp, privateData)));
                 replied = true;
                 own.expect(rdma_cma_h.RDMA_CM_EVENT_ESTABLISHED, deadline, "the connecting peer");
+                requireOpenDuringHandshake(own); // past this, a close leaves the connection alone
                 CORE.markConnected(qp);
                 return new CmConnection(qp, child, own, Handshake.decode(request.privateData()));
             } catch (RuntimeException | Error e) {
@@ -411,6 +422,20 @@ public final class RdmaCm {
                 }
                 reap(child, own);
                 throw e;
+            } finally {
+                handshaking.compareAndSet(own, null);
+            }
+        }
+
+        /**
+         * A close while a handshake is under way rejects it: no connection comes out of a closed
+         * listener. Given the handshake's channel, also takes it back from {@link #close()}, which
+         * then no longer aborts it.
+         */
+        private void requireOpenDuringHandshake(Channel own) {
+            if (own != null && !handshaking.compareAndSet(own, null) || closed) {
+                throw new IllegalStateException("listener on port " + port + " was closed while an accept's handshake"
+                        + " was under way: the request is rejected");
             }
         }
 
@@ -477,6 +502,7 @@ public final class RdmaCm {
             MemorySegment child = admitted(deadline, admit).id();
             InetSocketAddress requester = address(child, true);
             try (Arena arena = Arena.ofConfined()) {
+                requireOpenDuringHandshake(null);
                 requireSameDevice(child, DATAGRAM.deviceName(qp));
                 MemorySegment param = arena.allocate(rdma_conn_param.LAYOUT);
                 rdma_conn_param.qp_num(param, qp.number());
@@ -517,13 +543,20 @@ public final class RdmaCm {
 
         /**
          * Stops listening. An {@link #accept} or {@link #acceptDatagram} waiting on another thread
-         * ends within about 100 ms with an {@link IllegalStateException}; a handshake it already
-         * has under way is rejected. Idempotent; safe from any thread.
+         * ends within about 100 ms with an {@link IllegalStateException}. So does one whose
+         * handshake is under way (its admit check included): the peer is refused and its queue pair
+         * left unanswered, so no connection comes out of a closed listener. Connections accepts
+         * returned before live on. Idempotent; safe from any thread.
          */
         @Override
         public void close() {
             closed = true;
             channel.abort("listener on port " + port + " was closed while an accept waited");
+            Channel underWay = handshaking.getAndSet(null); // after closed is set: an accept sets it, then reads closed
+            if (underWay != null) {
+                underWay.abort("listener on port " + port + " was closed while an accept's handshake was under way:"
+                        + " the request is rejected");
+            }
             if (acceptLock.tryLock()) {
                 try {
                     destroyListener();

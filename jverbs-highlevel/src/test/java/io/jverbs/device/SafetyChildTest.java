@@ -835,6 +835,51 @@ class SafetyChildTest {
             return "close returned in " + closeMs + " ms, the accept ended in " + endMs + " ms: " + t.getMessage();
         });
 
+        CASES.put("a listener closed while an accept runs its admit check", (lb, d) -> {
+            QueuePair sqp = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(8, 8));
+            QueuePair cqp = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(8, 8));
+            RdmaCm.Listener listener = RdmaCm.listen(d.ip(), 0);
+            CountDownLatch inAdmit = new CountDownLatch(1);
+            // a thread each: the common pool may have one thread, and the connect must run beside the accept
+            java.util.concurrent.Executor own = r -> Thread.ofPlatform().daemon().start(r);
+            CompletableFuture<CmConnection> accepted = CompletableFuture.supplyAsync(() -> listener.accept(sqp, WAIT,
+                    from -> {
+                        inAdmit.countDown();
+                        try {
+                            Thread.sleep(500); // an allow-list lookup
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                        return true;
+                    }), own);
+            CompletableFuture<CmConnection> connected = CompletableFuture.supplyAsync(
+                    () -> RdmaCm.connect(cqp, d.ip(), listener.port(), WAIT), own);
+            if (!inAdmit.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                throw new AssertionError("no connection request reached the admit check");
+            }
+            listener.close();
+            Throwable acceptFailure = failureOf(accepted);
+            if (!(acceptFailure instanceof IllegalStateException) || !acceptFailure.getMessage().contains("closed")) {
+                throw new AssertionError("expected IllegalStateException naming the close, got " + acceptFailure,
+                        acceptFailure);
+            }
+            Throwable connectFailure;
+            try {
+                CmConnection c = connected.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                if (!c.awaitDisconnect(WAIT)) {
+                    throw new LoopbackChild.Unchecked("the client is connected to a closed listener and hears nothing");
+                }
+                connectFailure = null;
+            } catch (ExecutionException e) {
+                connectFailure = e.getCause();
+            }
+            if (sqp.state() == QueuePair.State.CONNECTED) {
+                throw new LoopbackChild.Unchecked("the server's queue pair is connected after its listener closed");
+            }
+            return acceptFailure.getMessage() + "; the client " + (connectFailure == null ? "was disconnected"
+                    : "failed: " + connectFailure.getMessage()) + "; the server's queue pair is " + sqp.state();
+        });
+
         // ---- memory windows and slices ----
         CASES.put("a memory window over a buffer of another protection domain", (lb, d) -> refused(
                 IllegalArgumentException.class, "protection domain",
@@ -886,6 +931,17 @@ class SafetyChildTest {
             lb.client.startPoller();
             Throwable t = failureOf(writer.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0));
             return "the write into a writable buffer through that queue pair failed: " + status(t);
+        });
+        CASES.put("a handshake offering rights its queue pair does not give", (lb, d) -> {
+            RegisteredBuffer offered = lb.server.pd.allocate(4096, Access.REMOTE_WRITE, Access.REMOTE_READ);
+            Connection.Options readsOnly = Connection.Options.defaults().depth(8, 8)
+                    .configure(c -> config(c, d).withRemoteAccess(Access.REMOTE_READ))
+                    .offer(io.jverbs.cm.Handshake.offering(offered.remote()));
+            try (Connection.Server server = Connection.listen(lb.server.pd, d.ip(), 0, readsOnly)) {
+                long start = System.nanoTime();
+                String r = refused(IllegalArgumentException.class, "lets a peer do only", () -> server.accept(WAIT));
+                return r + " (in " + (System.nanoTime() - start) / 1_000_000 + " ms, before any client came)";
+            }
         });
         CASES.put("a domain's queue pairs grant what its buffers grant, widened later", (lb, d) -> {
             try (Context ctx = Rdma.open(d.name())) {
