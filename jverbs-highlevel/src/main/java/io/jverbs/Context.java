@@ -304,47 +304,41 @@ public final class Context extends Resource {
         }
     }
 
-    /** The device's outstanding RDMA Read/atomic limit (the lower of both directions): 0 not asked yet. */
-    private int rdAtomicLimit;
+    /** The device's attributes as first asked ({@link #limits()}); null before, or when the query failed. */
+    private DeviceAttributes limits;
+    private boolean limitsAsked;
+
+    /** The device's attributes, asked once (they do not change while it is open); null when it cannot be asked. */
+    private synchronized DeviceAttributes limits() {
+        if (!limitsAsked) {
+            try {
+                limits = deviceAttributes();
+            } catch (VerbsException e) {
+                limits = null; // a device that cannot be queried: the callers' defaults apply
+            }
+            limitsAsked = true;
+        }
+        return limits;
+    }
 
     /**
      * The most outstanding RDMA Reads and atomics the device takes in each direction
-     * ({@code max_qp_rd_atom}, {@code max_qp_init_rd_atom}, the lower): asked once; 255 when the
-     * device cannot be asked.
+     * ({@code max_qp_rd_atom}, {@code max_qp_init_rd_atom}, the lower); 255 when the device cannot
+     * be asked.
      */
-    synchronized int rdAtomicLimit() {
-        if (rdAtomicLimit == 0) {
-            int n;
-            try {
-                DeviceAttributes a = deviceAttributes();
-                n = Math.min(a.maxQpRdAtomic(), a.maxQpInitRdAtomic());
-            } catch (VerbsException e) {
-                n = 255;
-            }
-            rdAtomicLimit = n > 0 ? n : 255;
-        }
-        return rdAtomicLimit;
+    int rdAtomicLimit() {
+        DeviceAttributes a = limits();
+        int n = a == null ? 0 : Math.min(a.maxQpRdAtomic(), a.maxQpInitRdAtomic());
+        return n > 0 ? n : 255;
     }
-
-    /** The device's type-2 memory windows: -1 not asked yet, else {@code max_mw} when it has type 2B windows, or 0. */
-    private int typeTwoWindows = -1;
 
     /**
      * How many type-2 memory windows the device offers ({@code max_mw}, when its capability flags
-     * include {@code IBV_DEVICE_MEM_WINDOW_TYPE_2B}), or 0 when it has none: asked once.
+     * include {@code IBV_DEVICE_MEM_WINDOW_TYPE_2B}), or 0 when it has none or cannot be asked.
      */
-    synchronized int typeTwoWindows() {
-        if (typeTwoWindows < 0) {
-            int n;
-            try {
-                DeviceAttributes a = deviceAttributes();
-                n = a.typeTwoWindows() ? a.maxMw() : 0;
-            } catch (VerbsException e) {
-                n = 0; // a device that cannot be queried offers no windows to rely on
-            }
-            typeTwoWindows = n;
-        }
-        return typeTwoWindows;
+    int typeTwoWindows() {
+        DeviceAttributes a = limits();
+        return a != null && a.typeTwoWindows() ? a.maxMw() : 0;
     }
 
     /**
