@@ -15,7 +15,8 @@ import java.util.function.Function;
  * Exchanges small fixed-size records ({@link Endpoint}, {@link RemoteBuffer}, or the caller's
  * bytes) with a peer over a TCP socket, each side writing its own and reading the peer's, with a
  * time limit on every wait: a silent, slow or truncated peer is an {@link IOException} within the
- * timeout, a malformed record an {@link IllegalArgumentException}, never a hang.
+ * timeout, a malformed record an {@link IllegalArgumentException}, never a hang. When a record
+ * could not be sent in time, the socket is closed to end the send.
  *
  * <p>Stateless and thread-safe; the socket belongs to the caller.
  */
@@ -96,12 +97,22 @@ public final class EndpointExchange {
     }
 
     /**
-     * Sends {@code local} and reads exactly {@code peerLength} bytes, then parses them.
+     * Records up to this size are written before the read: a socket's send buffer always holds
+     * them, so the write cannot wait for the peer. Larger ones are written on a thread of their
+     * own while this one reads, since both sides write first.
+     */
+    private static final int WRITTEN_AT_ONCE = 1024;
+
+    /**
+     * Sends {@code local} and reads exactly {@code peerLength} bytes, then parses them. Both
+     * sides may send first: a record larger than a socket's buffers is sent while the peer's is
+     * read, so two large records do not wait on each other.
      *
      * @param socket     connected
      * @param local      the bytes to send
      * @param peerLength how many bytes the peer sends
-     * @param timeout    the most the whole read may take
+     * @param timeout    the most the whole exchange may take, the send included; when the send
+     *                   has not ended by then, the socket is closed to end it
      * @param parse      turns the peer's bytes into a value (throws on malformed input)
      * @param <T>        the value type
      * @return the parsed value
@@ -110,9 +121,43 @@ public final class EndpointExchange {
     public static <T> T exchange(Socket socket, byte[] local, int peerLength, Duration timeout,
                                  Function<byte[], T> parse) throws IOException {
         OutputStream out = socket.getOutputStream();
-        out.write(local);
-        out.flush();
-        return parse.apply(readFully(socket, peerLength, timeout));
+        if (local.length <= WRITTEN_AT_ONCE) {
+            out.write(local);
+            out.flush();
+            return parse.apply(readFully(socket, peerLength, timeout));
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        IOException[] sendFailure = new IOException[1];
+        Thread sender = Thread.ofVirtual().name("jverbs-exchange-send").start(() -> {
+            try {
+                out.write(local);
+                out.flush();
+            } catch (IOException e) {
+                sendFailure[0] = e;
+            }
+        });
+        byte[] peer;
+        try {
+            peer = readFully(socket, peerLength, timeout);
+            long left = deadline - System.nanoTime();
+            if (!sender.join(Duration.ofNanos(Math.max(1, left)))) {
+                throw new SocketTimeoutException("the peer did not take this side's " + local.length + "-byte record"
+                        + " within " + timeout.toMillis() + " ms");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            socket.close();
+            throw new java.io.InterruptedIOException("interrupted while sending " + local.length + " bytes");
+        } catch (IOException | RuntimeException e) {
+            if (sender.isAlive()) {
+                socket.close(); // ends the send, which would otherwise wait for the peer without a limit
+            }
+            throw e;
+        }
+        if (sendFailure[0] != null) {
+            throw sendFailure[0];
+        }
+        return parse.apply(peer);
     }
 
     /**

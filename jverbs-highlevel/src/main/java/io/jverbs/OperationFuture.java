@@ -14,7 +14,8 @@ import java.util.concurrent.TimeoutException;
  * every deadline of the context. Only jverbs ends the future of a posted request: its
  * {@code cancel}, {@code complete} and {@code completeExceptionally} return false (a posted request
  * cannot be withdrawn; the device may still use its buffer), so {@code orTimeout} and
- * {@code completeOnTimeout} do not end it either. When jverbs fails it before the device completed
+ * {@code completeOnTimeout} do not end it either, and {@code obtrudeValue},
+ * {@code obtrudeException} and {@code completeAsync} throw {@link UnsupportedOperationException}. When jverbs fails it before the device completed
  * the request (the poller ended, nobody polls, the operation timeout passed), the queue pair is
  * put in error first, so the device flushes the request and no longer touches its buffer.
  * Dependent stages
@@ -77,6 +78,61 @@ final class OperationFuture<T> extends CompletableFuture<T> {
     @Override
     public boolean completeExceptionally(Throwable ex) {
         return !request && super.completeExceptionally(ex);
+    }
+
+    /**
+     * Refused for the future of a posted request: only its completion ends it, and forcing a
+     * value on it would tell the caller the buffer is free while the device may still use it.
+     *
+     * @throws UnsupportedOperationException for the future of a posted request
+     */
+    @Override
+    public void obtrudeValue(T value) {
+        refuseForcedEnd("obtrudeValue");
+        super.obtrudeValue(value);
+    }
+
+    /**
+     * Refused for the future of a posted request, as {@link #obtrudeValue} is.
+     *
+     * @throws UnsupportedOperationException for the future of a posted request
+     */
+    @Override
+    public void obtrudeException(Throwable ex) {
+        refuseForcedEnd("obtrudeException");
+        super.obtrudeException(ex);
+    }
+
+    /**
+     * Refused for the future of a posted request, as {@link #complete} is: the supplier would
+     * end it on another thread, past that check.
+     *
+     * @throws UnsupportedOperationException for the future of a posted request
+     */
+    @Override
+    public CompletableFuture<T> completeAsync(java.util.function.Supplier<? extends T> supplier,
+                                              java.util.concurrent.Executor executor) {
+        refuseForcedEnd("completeAsync");
+        return super.completeAsync(supplier, executor);
+    }
+
+    /**
+     * Refused for the future of a posted request, as {@link #complete} is.
+     *
+     * @throws UnsupportedOperationException for the future of a posted request
+     */
+    @Override
+    public CompletableFuture<T> completeAsync(java.util.function.Supplier<? extends T> supplier) {
+        refuseForcedEnd("completeAsync");
+        return super.completeAsync(supplier);
+    }
+
+    private void refuseForcedEnd(String how) {
+        if (request) {
+            throw new UnsupportedOperationException(how + " on the future of " + what + ": only its completion ends"
+                    + " it (the device may still use the request's buffer); wait with get(timeout, unit) or set"
+                    + " QueuePairConfig.withOperationTimeout");
+        }
     }
 
     private void refuseSelfWait() {

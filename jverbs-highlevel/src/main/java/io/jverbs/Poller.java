@@ -196,9 +196,10 @@ public final class Poller implements AutoCloseable {
     }
 
     /**
-     * Stops the thread and waits for it, at most about 1 s; the futures still in flight on its
-     * queues fail. From the poller's own thread (a handler), it only asks the thread to stop
-     * after the current round.
+     * Stops the thread and waits for it, at most about 1 s, even when the calling thread is
+     * interrupted (its interrupt flag is kept): when it returns, no handler of this poller runs
+     * any more. The futures still in flight on its queues fail. From the poller's own thread (a
+     * handler), it only asks the thread to stop after the current round.
      *
      * @throws IllegalStateException when the thread does not stop in time
      */
@@ -208,12 +209,24 @@ public final class Poller implements AutoCloseable {
         if (Thread.currentThread() == thread) {
             return;
         }
-        try {
-            if (!thread.join(Duration.ofSeconds(1))) {
-                throw new IllegalStateException("the poller thread did not stop within 1 s");
+        long deadline = System.nanoTime() + Duration.ofSeconds(1).toNanos();
+        boolean interrupted = false;
+        while (thread.isAlive()) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                break;
             }
-        } catch (InterruptedException e) {
+            try {
+                thread.join(Duration.ofNanos(left));
+            } catch (InterruptedException e) {
+                interrupted = true; // the handlers must have ended when close returns: wait on, then keep the flag
+            }
+        }
+        if (interrupted) {
             Thread.currentThread().interrupt();
+        }
+        if (thread.isAlive()) {
+            throw new IllegalStateException("the poller thread did not stop within 1 s");
         }
     }
 }

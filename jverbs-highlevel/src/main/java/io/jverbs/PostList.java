@@ -117,12 +117,12 @@ public abstract sealed class PostList permits WorkBatch, DatagramBatch {
         return (memory.get(INT, wrOffset(i) + ibv_send_wr.send_flags$OFFSET) & verbs_h.IBV_SEND_SIGNALED) != 0;
     }
 
-    /** The payload length of request {@code i} (its SGE's). */
     /** The local buffer of request {@code i}. */
     final RegisteredBuffer buffer(int i) {
         return buffers[i];
     }
 
+    /** The payload length of request {@code i} (its SGE's). */
     final int lengthOf(int i) {
         return memory.get(INT, sgeOffset(i) + io.jverbs.ibverbs.raw.ibv_sge.length$OFFSET);
     }

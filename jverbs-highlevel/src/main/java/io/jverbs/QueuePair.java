@@ -105,6 +105,9 @@ public final class QueuePair extends QueueEndpoint {
     private final Arena arena = Arena.ofShared();
     /** Per-connection latency, or null: set before connect ({@link #trackLatency}), read by posts and polls. */
     private volatile LatencyTracker latency;
+    /** The trackers live queue pairs time with: a tracker pairs one queue pair's completions with its posts. */
+    private static final java.util.Set<LatencyTracker> TRACKERS_IN_USE = java.util.Collections.synchronizedSet(
+            java.util.Collections.newSetFromMap(new java.util.WeakHashMap<>()));
     /**
      * Taken by every post and by the destroy: posts from any thread are serialized, and close
      * waits for one in progress. A confined queue pair's lock ({@link QueuePairConfig#confined()})
@@ -1403,6 +1406,11 @@ public final class QueuePair extends QueueEndpoint {
                             + " Poller serves " + queue + " and nobody polls it; start one (Poller.start) or poll the"
                             + " queue yourself"));
         }
+        // The queue pair is in error now: the device flushes every other request it holds and no
+        // longer touches their buffers. Their futures end here rather than when the flushes are
+        // polled, which a poller blocked on one of them (in a callback) would never do.
+        failPending(new IllegalStateException("queue pair " + number + " was put in error when " + lateWhat.get(0)
+                + " passed its deadline: this request is flushed"), null);
     }
 
     @Override
@@ -1819,8 +1827,10 @@ public final class QueuePair extends QueueEndpoint {
      * {@link LatencyTracker}). Call it once, before {@link #connect} (or rdma_cm's connect/accept):
      * the tracker pairs completions with posts in order, so it must see every post.
      *
-     * @param tracker sized for at least {@link QueuePairConfig#maxSendWr()} signaled requests in flight
-     * @throws IllegalStateException when already connected, errored, closed, or already tracked
+     * @param tracker sized for at least {@link QueuePairConfig#maxSendWr()} signaled requests in
+     *                flight, and timing no other live queue pair (it is free again once that one closes)
+     * @throws IllegalStateException when already connected, errored, closed, or already tracked, or
+     *                               when {@code tracker} times another queue pair that is not closed
      * @throws NullPointerException  when {@code tracker} is null
      */
     public synchronized void trackLatency(LatencyTracker tracker) {
@@ -1829,6 +1839,10 @@ public final class QueuePair extends QueueEndpoint {
         if (state != State.PREPARED || latency != null) {
             throw new IllegalStateException("queue pair " + number + ": trackLatency before connect, once"
                     + (latency != null ? " (it already has a tracker)" : " (it is " + state + ")"));
+        }
+        if (!TRACKERS_IN_USE.add(tracker)) {
+            throw new IllegalStateException("queue pair " + number + ": the latency tracker already times another"
+                    + " queue pair, and pairs each completion with that one's posts: give each queue pair its own");
         }
         latency = tracker;
     }
@@ -1879,6 +1893,10 @@ public final class QueuePair extends QueueEndpoint {
         for (OperationFuture<?> f : orphans) {
             f.fail(new IllegalStateException("queue pair " + number
                     + " was closed with this operation in flight"));
+        }
+        LatencyTracker tracker = latency;
+        if (tracker != null) {
+            TRACKERS_IN_USE.remove(tracker);
         }
         VerbsException.check("ibv_destroy_qp", rc, 0);
     }

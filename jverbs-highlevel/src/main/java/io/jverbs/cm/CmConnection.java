@@ -127,10 +127,11 @@ public final class CmConnection implements AutoCloseable {
     }
 
     /**
-     * Waits for the peer to disconnect.
+     * Waits for the connection to end: the peer disconnects, or this side closes it
+     * ({@link #close()} on any thread ends the wait at once). Thread-safe.
      *
      * @param timeout the most to wait
-     * @return true when it did, false on timeout
+     * @return true when it ended, false on timeout
      * @throws InterruptedException when interrupted
      */
     public boolean awaitDisconnect(Duration timeout) throws InterruptedException {
@@ -165,6 +166,7 @@ public final class CmConnection implements AutoCloseable {
         }
         rdma_cma_h.rdma_disconnect(id);
         closing = true;
+        disconnected.countDown(); // a thread waiting for the end of the connection is not left to its timeout
         if (Thread.currentThread() != watcher) {
             try {
                 watcher.join(Duration.ofSeconds(2));
