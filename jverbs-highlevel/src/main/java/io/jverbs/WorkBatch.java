@@ -160,7 +160,7 @@ public final class WorkBatch extends PostList {
         inlineFrom[i] = -1;
         if (qp.inlines(opcode, length)) { // the queue pair's rule: its max inline, Write and Send only
             inlineFrom[i] = localOffset; // copied at the post, so that it carries that moment's bytes
-            data = base + inlineBase + (long) i * inlineSlot;
+            data = base + inlineSlotOffset(i);
             flags = verbs_h.IBV_SEND_INLINE;
         }
         WorkRequests.send(memory, base, wr, sgeOffset(i), wrId, opcode, flags, 0, data, length, local.lkey());
@@ -174,12 +174,17 @@ public final class WorkBatch extends PostList {
         return this;
     }
 
+    /** Offset in {@link #memory} of request {@code i}'s inline payload. */
+    private long inlineSlotOffset(int i) {
+        return inlineBase + (long) i * inlineSlot;
+    }
+
     /** Copies the inline requests' payloads into their slots, just before the post; after {@link #recheck}. */
     void copyInline() {
         for (int i = 0, n = size(); i < n; i++) {
             long from = inlineFrom[i];
             if (from >= 0) {
-                MemorySegment.copy(buffer(i).segment(), from, memory, inlineBase + (long) i * inlineSlot, lengthOf(i));
+                MemorySegment.copy(buffer(i).segment(), from, memory, inlineSlotOffset(i), lengthOf(i));
             }
         }
     }
