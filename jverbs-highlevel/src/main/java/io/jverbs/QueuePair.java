@@ -383,7 +383,7 @@ public final class QueuePair extends QueueEndpoint {
      * @return this side's endpoint
      */
     public Endpoint localEndpoint() {
-        return new Endpoint(number, psn, port.lid(), gid.bytes(), port.activeMtu());
+        return new Endpoint(number, psn, port.lid(), gid.bytes(), port.activeMtu(), config.transport());
     }
 
     /**
@@ -431,6 +431,9 @@ public final class QueuePair extends QueueEndpoint {
      *
      * @param remote the peer's endpoint
      * @throws IllegalStateException when not PREPARED (connect twice, or closed)
+     * @throws IllegalArgumentException when the endpoint states a transport other than this queue
+     *                                  pair's (an RC endpoint given to a UC queue pair, or the
+     *                                  reverse); the queue pair stays PREPARED
      * @throws VerbsException when the device refuses a transition (the queue pair is then reset
      *                        and stays PREPARED)
      */
@@ -439,6 +442,11 @@ public final class QueuePair extends QueueEndpoint {
         if (state != State.PREPARED) {
             throw new IllegalStateException("queue pair " + number + " is " + state + ": connect works once, on a"
                     + " prepared queue pair");
+        }
+        if (remote.transport() != null && remote.transport() != config.transport()) {
+            throw new IllegalArgumentException("queue pair " + number + " is " + config.transport() + ", the peer's"
+                    + " queue pair 0x" + Integer.toHexString(remote.qpn()) + " is " + remote.transport()
+                    + ": both ends of a connection need the same transport (QueuePairConfig.withTransport)");
         }
         boolean rc = config.transport() == QueuePairConfig.Transport.RC;
         try {
