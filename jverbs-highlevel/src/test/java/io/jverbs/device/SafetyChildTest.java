@@ -645,6 +645,54 @@ class SafetyChildTest {
             return t.getMessage();
         });
 
+        CASES.put("obtrude or completeAsync on a posted receive's future", (lb, d) -> {
+            lb.client.startPoller();
+            CompletableFuture<WorkResult> f = lb.client.qp.receiveAsync(lb.client.buffer, 0, 64);
+            String value = refused(UnsupportedOperationException.class, "obtrudeValue", () -> f.obtrudeValue(null));
+            refused(UnsupportedOperationException.class, "obtrudeException",
+                    () -> f.obtrudeException(new RuntimeException("forced")));
+            refused(UnsupportedOperationException.class, "completeAsync", () -> f.completeAsync(() -> null));
+            if (f.isDone()) {
+                throw new LoopbackChild.Unchecked("the receive's future ended while the receive is posted: " + f);
+            }
+            lb.server.buffer.segment().setString(0, "for-the-receive");
+            lb.server.qp.send(1, lb.server.buffer, 0, 16, true);
+            WorkResult r = f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            String landed = lb.client.buffer.segment().getString(0);
+            if (!landed.equals("for-the-receive")) {
+                throw new AssertionError("the receive took " + r.byteLength() + " B but the buffer holds '" + landed + "'");
+            }
+            return "obtrudeValue, obtrudeException and completeAsync refused (" + value + "); the receive then took"
+                    + " the peer's message";
+        });
+        CASES.put("allOf of a write and a receive joined in a Poller callback ends at the deadline", (lb, d) -> {
+            QueuePair a = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(8, 8)
+                    .withOperationTimeout(Duration.ofSeconds(1)).withRetry(14, 7)); // retries forever: only the deadline ends the write
+            QueuePair gone = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(8, 8));
+            a.connect(gone.localEndpoint());
+            gone.close();
+            lb.client.startPoller();
+            CompletableFuture<WorkResult> write = a.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0);
+            CompletableFuture<WorkResult> receive = a.receiveAsync(lb.client.buffer, 1024, 64); // receives have no deadline
+            // a completion on the same queue runs the callback on the poller thread, which then blocks in the join:
+            // only it could poll the flushed receive's completion
+            CompletableFuture<Object> nested = lb.client.qp.writeAsync(lb.client.buffer, 2048, 8, lb.serverRemote(), 0)
+                    .thenApply(r -> {
+                        try {
+                            return CompletableFuture.allOf(write, receive).join();
+                        } catch (java.util.concurrent.CompletionException e) {
+                            return e.getCause();
+                        }
+                    });
+            long start = System.nanoTime();
+            Object outcome = nested.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+            long ms = (System.nanoTime() - start) / 1_000_000;
+            Throwable receiveFailure = failureOf(receive);
+            if (!(outcome instanceof Throwable) || !(receiveFailure instanceof IllegalStateException)) {
+                throw new LoopbackChild.Unchecked("the join returned " + outcome + "; the receive: " + receiveFailure);
+            }
+            return "the join ended in " + ms + " ms; the receive: " + receiveFailure.getMessage();
+        });
         CASES.put("a receive failed by its Poller's close does not take the next message", (lb, d) -> {
             Poller poller = Poller.start(null, IdleStrategy.backoff(), lb.client.cq);
             CompletableFuture<WorkResult> f = lb.client.qp.receiveAsync(lb.client.buffer, 0, 64);
@@ -695,6 +743,16 @@ class SafetyChildTest {
             }
             return "both writes completed; the recorder's exception was reported once: " + reported.get(0).getMessage();
         });
+        CASES.put("one latency tracker given to two live queue pairs", (lb, d) -> {
+            io.jverbs.latency.LatencyTracker tracker = new io.jverbs.latency.LatencyTracker(nanos -> { }, 64);
+            QueuePair first = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(8, 8));
+            QueuePair second = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(8, 8));
+            first.trackLatency(tracker);
+            String r = refused(IllegalStateException.class, "another queue pair", () -> second.trackLatency(tracker));
+            first.close();
+            second.trackLatency(tracker); // free again once the first queue pair closed
+            return r + "; accepted once the first queue pair closed";
+        });
         CASES.put("join inside a callback on the context's event thread", (lb, d) -> {
             // nobody polls: the context's event thread fails the future after 2 s and runs its callback
             CompletableFuture<Object> nested = lb.client.qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0)
@@ -719,6 +777,35 @@ class SafetyChildTest {
                 return refused(IllegalArgumentException.class, "already served",
                         () -> Poller.start(null, IdleStrategy.backoff(), lb.client.cq));
             }
+        });
+        CASES.put("close a Poller from an interrupted thread while its handler runs", (lb, d) -> {
+            java.util.concurrent.atomic.AtomicInteger calls = new java.util.concurrent.atomic.AtomicInteger();
+            AtomicBoolean inHandler = new AtomicBoolean();
+            CountDownLatch entered = new CountDownLatch(1);
+            Poller poller = Poller.start(c -> {
+                inHandler.set(true);
+                calls.incrementAndGet();
+                entered.countDown();
+                java.util.concurrent.locks.LockSupport.parkNanos(200_000_000L);
+                inHandler.set(false);
+            }, IdleStrategy.backoff(), lb.client.cq);
+            for (int i = 0; i < 3; i++) {
+                lb.client.qp.write(i, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true);
+            }
+            if (!entered.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                throw new AssertionError("no completion reached the handler");
+            }
+            Thread.currentThread().interrupt();
+            poller.close();
+            boolean flagKept = Thread.interrupted();
+            int atClose = calls.get();
+            boolean running = inHandler.get();
+            Thread.sleep(700);
+            if (running || calls.get() != atClose || poller.isRunning() || !flagKept) {
+                throw new LoopbackChild.Unchecked("after close: handler running " + running + ", calls " + atClose + " then "
+                        + calls.get() + ", poller running " + poller.isRunning() + ", interrupt flag kept " + flagKept);
+            }
+            return "close waited for the handler (" + atClose + " calls, none after) and kept the interrupt flag";
         });
         CASES.put("a Poller on a closed completion queue", (lb, d) -> {
             CompletionQueue extra = lb.client.context.createCompletionQueue(16);
@@ -762,6 +849,35 @@ class SafetyChildTest {
                 }
                 client.close(); // a no-op now
                 return "the peer saw the disconnect; " + client.remoteAddress();
+            }
+        });
+        CASES.put("awaitDisconnect returns when this side closes the connection", (lb, d) -> {
+            QueuePair sqp = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(8, 8));
+            QueuePair cqp = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(8, 8));
+            java.util.concurrent.Executor own = r -> Thread.ofPlatform().daemon().start(r);
+            try (RdmaCm.Listener listener = RdmaCm.listen(d.ip(), 0)) {
+                CompletableFuture<CmConnection> accepted = CompletableFuture.supplyAsync(() -> listener.accept(sqp, WAIT), own);
+                try (CmConnection client = RdmaCm.connect(cqp, d.ip(), listener.port(), WAIT);
+                     CmConnection server = accepted.get(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                    CompletableFuture<Boolean> waiting = CompletableFuture.supplyAsync(() -> {
+                        try {
+                            return client.awaitDisconnect(Duration.ofSeconds(15));
+                        } catch (InterruptedException e) {
+                            throw new IllegalStateException(e);
+                        }
+                    }, own);
+                    Thread.sleep(300);
+                    long start = System.nanoTime();
+                    client.close();
+                    boolean ended = waiting.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                    long ms = (System.nanoTime() - start) / 1_000_000;
+                    if (!ended || ms > 3000) {
+                        throw new LoopbackChild.Unchecked("awaitDisconnect returned " + ended + " " + ms
+                                + " ms after this side's close");
+                    }
+                    return "awaitDisconnect returned true " + ms + " ms after this side's close; the peer heard it: "
+                            + server.awaitDisconnect(WAIT);
+                }
             }
         });
         CASES.put("a second accept on a listener ends within its own timeout", (lb, d) -> {
@@ -931,6 +1047,19 @@ class SafetyChildTest {
             lb.client.startPoller();
             Throwable t = failureOf(writer.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0));
             return "the write into a writable buffer through that queue pair failed: " + status(t);
+        });
+        CASES.put("a UC queue pair given an RC queue pair's endpoint", (lb, d) -> {
+            QueuePair uc = lb.client.pd.createQueuePair(config(QueuePairConfig.uc(lb.client.cq), d).withDepth(8, 8));
+            QueuePair rc = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(8, 8));
+            // through the wire form, as a peer would send it
+            io.jverbs.Endpoint rcEndpoint = io.jverbs.Endpoint.fromBytes(rc.localEndpoint().toBytes());
+            io.jverbs.Endpoint ucEndpoint = io.jverbs.Endpoint.fromBytes(uc.localEndpoint().toBytes());
+            String one = refused(IllegalArgumentException.class, "same transport", () -> uc.connect(rcEndpoint));
+            String other = refused(IllegalArgumentException.class, "same transport", () -> rc.connect(ucEndpoint));
+            if (uc.state() != QueuePair.State.PREPARED || rc.state() != QueuePair.State.PREPARED) {
+                throw new AssertionError("a refused connect left the queue pairs " + uc.state() + " and " + rc.state());
+            }
+            return one + "; the reverse refused too, both still PREPARED";
         });
         CASES.put("a handshake offering rights its queue pair does not give", (lb, d) -> {
             RegisteredBuffer offered = lb.server.pd.allocate(4096, Access.REMOTE_WRITE, Access.REMOTE_READ);
