@@ -26,8 +26,8 @@ import java.util.function.Consumer;
  *
  * <p>Thread-safety: one {@link #poll} runs at a time (a second thread waits for the first: call
  * {@code poll} from one thread, typically a {@link Poller}); {@link #armEvents()} and
- * {@link #waitForEvent(long)} exclude each other; {@link #close()} waits for a poll, an arm or a
- * wait in progress. Closing from inside a handler is allowed: the queue is destroyed when that
+ * {@link #waitForEvent(long)} exclude each other; {@link #close()} waits for a poll or an arm in
+ * progress, and ends a wait for an event within about {@value #EVENT_WAIT_SLICE_MS} ms. Closing from inside a handler is allowed: the queue is destroyed when that
  * poll returns. Calling {@code poll} from a handler of the same queue throws. A queue made by
  * {@link Context#createConfinedCompletionQueue} belongs to the thread that created it: its polls
  * take no lock, and {@code poll} or {@link #close()} from another thread throws
@@ -79,6 +79,10 @@ public final class CompletionQueue extends Resource {
      * {@link #polls}.
      */
     private volatile boolean destroyAfterPoll;
+    /** Set when a close begins, before it takes the monitor a {@link #waitForEvent} holds: the wait ends. */
+    private volatile boolean closeAsked;
+    /** A wait for an event looks at {@link #closeAsked} at least this often. */
+    private static final int EVENT_WAIT_SLICE_MS = 50;
     /** Queue pairs being created with this queue's handle ({@link #lendForCreation}); under the monitor. */
     private int creating;
     /** How long a close waits for a poll in progress on another thread before leaving the destroy to it. */
@@ -495,7 +499,9 @@ public final class CompletionQueue extends Resource {
      * wait from a platform thread, as {@link Poller} does).
      *
      * @param timeoutMillis at most this long, 0 to 60000
-     * @return true when an event arrived, false on timeout
+     * @return true when an event arrived; false on timeout, or when a close of the queue began
+     *         meanwhile (on another thread: it ends the wait within about
+     *         {@value #EVENT_WAIT_SLICE_MS} ms)
      * @throws IllegalStateException when the queue has no channel or is closed
      * @throws VerbsException when {@code poll(2)} or {@code ibv_get_cq_event} fails
      */
@@ -505,9 +511,19 @@ public final class CompletionQueue extends Resource {
         }
         ensureOpen("wait for events");
         requireChannel();
-        // Under the monitor: close() waits at most the timeout, and never frees the channel mid-wait.
+        // Under the monitor, so close() never frees the channel mid-wait; in slices, so a close
+        // that began meanwhile ends the wait instead of waiting for its timeout.
         int fd = ibv_comp_channel.fd(channel.reinterpret(ibv_comp_channel.sizeof()));
-        if (!Fds.readable(pollFd, fd, (int) timeoutMillis)) {
+        long deadline = System.nanoTime() + timeoutMillis * 1_000_000L;
+        boolean ready;
+        do {
+            if (closeAsked) {
+                return false;
+            }
+            long leftMillis = Math.max(0, (deadline - System.nanoTime() + 999_999) / 1_000_000);
+            ready = Fds.readable(pollFd, fd, (int) Math.min(leftMillis, EVENT_WAIT_SLICE_MS));
+        } while (!ready && deadline - System.nanoTime() > 0);
+        if (!ready) {
             return false;
         }
         try (Arena scratch = Arena.ofConfined()) {
@@ -587,6 +603,11 @@ public final class CompletionQueue extends Resource {
         for (QueueEndpoint qp : users) {
             qp.close();
         }
+    }
+
+    @Override
+    void closeRequested() {
+        closeAsked = true;
     }
 
     @Override

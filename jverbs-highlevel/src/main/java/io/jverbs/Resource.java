@@ -155,6 +155,7 @@ public abstract sealed class Resource implements AutoCloseable
             return;
         }
         checkCloser(Thread.currentThread()); // before anything is closed
+        closeRequested();
         List<Resource> toClose;
         synchronized (this) {
             if (closed) {
@@ -283,6 +284,13 @@ public abstract sealed class Resource implements AutoCloseable
 
     /** Runs outside the monitor before the destroy (e.g. closing dependants held elsewhere). */
     void beforeClose() {
+    }
+
+    /**
+     * Runs first in {@link #close()}, before any lock is taken: tells a thread blocked on this
+     * object while holding its monitor to let go, so the close does not wait for that block.
+     */
+    void closeRequested() {
     }
 
     /** Destroys the native object; runs once, under this object's monitor. */

@@ -369,6 +369,29 @@ class SafetyChildTest {
                 return "qp.close() returned in " + ms + " ms while another thread waited for an event";
             }
         });
+        CASES.put("close a completion queue while another thread waits a minute for its event", (lb, d) -> {
+            try (Context ctx = Rdma.open(d.name())) {
+                CompletionQueue cq = ctx.createCompletionQueueWithEvents(64);
+                cq.armEvents();
+                java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newThreadPerTaskExecutor(
+                        Thread.ofPlatform().daemon(true).factory());
+                CompletableFuture<Boolean> waiting = CompletableFuture.supplyAsync(() -> cq.waitForEvent(60_000), threads);
+                Thread.sleep(300);
+                long start = System.nanoTime();
+                CompletableFuture<Void> close = CompletableFuture.runAsync(cq::close, threads);
+                try {
+                    close.get(3, TimeUnit.SECONDS);
+                } catch (TimeoutException e) {
+                    throw new LoopbackChild.Unchecked("cq.close() waited for the event wait's minute");
+                }
+                long ms = (System.nanoTime() - start) / 1_000_000;
+                boolean event = waiting.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                if (event || !cq.isClosed()) {
+                    throw new AssertionError("the wait returned " + event + ", the queue closed " + cq.isClosed());
+                }
+                return "cq.close() returned in " + ms + " ms; the wait returned false";
+            }
+        });
         CASES.put("a connection closes while its poller's handler is blocked", (lb, d) -> {
             CountDownLatch inHandler = new CountDownLatch(1);
             CountDownLatch release = new CountDownLatch(1);
