@@ -27,7 +27,7 @@ import java.util.function.Consumer;
  * <p>Thread-safety: one {@link #poll} runs at a time (a second thread waits for the first: call
  * {@code poll} from one thread, typically a {@link Poller}); {@link #armEvents()} and
  * {@link #waitForEvent(long)} exclude each other; {@link #close()} waits for a poll or an arm in
- * progress, and ends a wait for an event within about {@value #EVENT_WAIT_SLICE_MS} ms. Closing from inside a handler is allowed: the queue is destroyed when that
+ * progress, and ends a wait for an event within about 50 ms. Closing from inside a handler is allowed: the queue is destroyed when that
  * poll returns. Calling {@code poll} from a handler of the same queue throws. A queue made by
  * {@link Context#createConfinedCompletionQueue} belongs to the thread that created it: its polls
  * take no lock, and {@code poll} or {@link #close()} from another thread throws
@@ -500,8 +500,7 @@ public final class CompletionQueue extends Resource {
      *
      * @param timeoutMillis at most this long, 0 to 60000
      * @return true when an event arrived; false on timeout, or when a close of the queue began
-     *         meanwhile (on another thread: it ends the wait within about
-     *         {@value #EVENT_WAIT_SLICE_MS} ms)
+     *         meanwhile (on another thread: it ends the wait within about 50 ms)
      * @throws IllegalStateException when the queue has no channel or is closed
      * @throws VerbsException when {@code poll(2)} or {@code ibv_get_cq_event} fails
      */

@@ -1839,6 +1839,8 @@ public final class QueuePair extends QueueEndpoint {
      *                flight, and timing no other live queue pair (it is free again once that one closes)
      * @throws IllegalStateException when already connected, errored, closed, or already tracked, or
      *                               when {@code tracker} times another queue pair that is not closed
+     * @throws IllegalArgumentException when the tracker's {@link LatencyTracker#capacity()} is
+     *                                  below the send depth ({@link QueuePairConfig#maxSendWr()})
      * @throws NullPointerException  when {@code tracker} is null
      */
     public synchronized void trackLatency(LatencyTracker tracker) {
@@ -1847,6 +1849,12 @@ public final class QueuePair extends QueueEndpoint {
         if (state != State.PREPARED || latency != null) {
             throw new IllegalStateException("queue pair " + number + ": trackLatency before connect, once"
                     + (latency != null ? " (it already has a tracker)" : " (it is " + state + ")"));
+        }
+        if (tracker.capacity() < config.maxSendWr()) {
+            throw new IllegalArgumentException("queue pair " + number + ": the latency tracker times "
+                    + tracker.capacity() + " signaled requests in flight, the send queue holds " + config.maxSendWr()
+                    + ": with more in flight it would pair completions with the wrong posts; size it for "
+                    + config.maxSendWr());
         }
         if (!TRACKERS_IN_USE.add(tracker)) {
             throw new IllegalStateException("queue pair " + number + ": the latency tracker already times another"

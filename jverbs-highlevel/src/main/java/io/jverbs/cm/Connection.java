@@ -390,7 +390,8 @@ public final class Connection implements AutoCloseable {
          * Waits for one connection: its own completion queue and queue pair, the ring's receives
          * posted, the reply carrying the options' offer.
          *
-         * @param timeout the most the wait and the handshake may take
+         * @param timeout the most to wait for a client; a client's request taken in time is given at
+         *                least {@link RdmaCm.Listener#HANDSHAKE_ALLOWANCE_MS} ms for its handshake
          * @return the connection, with the client's handshake
          * @throws RdmaCmException when no client comes in time or the handshake fails
          * @throws IllegalStateException when the server is closed
@@ -405,7 +406,8 @@ public final class Connection implements AutoCloseable {
          * Waits for one connection made as {@code options} say instead of the server's own (a
          * receive ring of its own for each connection, say).
          *
-         * @param timeout the most the wait and the handshake may take
+         * @param timeout the most to wait for a client; a client's request taken in time is given at
+         *                least {@link RdmaCm.Listener#HANDSHAKE_ALLOWANCE_MS} ms for its handshake
          * @param options how this connection is made (its offer is the reply's)
          * @return the connection, with the client's handshake
          * @throws RdmaCmException when no client comes in time or the handshake fails

@@ -269,12 +269,17 @@ public final class RdmaCm {
             return port;
         }
 
+        /** The least time an accept gives the handshake of a request it took, whatever its timeout left. */
+        public static final int HANDSHAKE_ALLOWANCE_MS = 2000;
+
         /**
          * Waits for one connection request, connects the prepared queue pair {@code qp} to it and
          * accepts.
          *
          * @param qp      a prepared queue pair on the device the request arrived through
-         * @param timeout the most the wait and the handshake may take
+         * @param timeout the most to wait for a request; a request taken in time is given at least
+         *                {@value #HANDSHAKE_ALLOWANCE_MS} ms for its handshake (the reply and the
+         *                client's confirmation), so a short timeout in a loop loses no client
          * @return the connection
          * @throws RdmaCmException when no request comes in time or the handshake fails, or the
          *         thread is interrupted while it waits (EINTR)
@@ -291,7 +296,9 @@ public final class RdmaCm {
          * with the connection ({@link CmConnection#peerHandshake()}).
          *
          * @param qp      a prepared queue pair on the device the request arrived through
-         * @param timeout the most the wait and the handshake may take
+         * @param timeout the most to wait for a request; a request taken in time is given at least
+         *                {@value #HANDSHAKE_ALLOWANCE_MS} ms for its handshake (the reply and the
+         *                client's confirmation), so a short timeout in a loop loses no client
          * @param offer   buffers and bytes for the client (at most
          *                {@value Handshake#MAX_ACCEPT_BYTES} bytes of private data in all)
          * @return the connection
@@ -313,7 +320,9 @@ public final class RdmaCm {
          * pair stays prepared for the next request.
          *
          * @param qp      a prepared queue pair on the device the request arrived through
-         * @param timeout the most the wait (refused requests included) and the handshake may take
+         * @param timeout the most to wait for an admitted request (refused ones included); a request
+         *                taken in time is given at least {@value #HANDSHAKE_ALLOWANCE_MS} ms for its
+         *                handshake
          * @param admit   told each requester's IP address and rdma_cm port (null when neither
          *                IPv4 nor IPv6), on this thread, before anything is answered; true accepts
          * @return the connection
@@ -332,7 +341,9 @@ public final class RdmaCm {
          * {@link #accept(QueuePair, Duration, Predicate)} in one.
          *
          * @param qp      a prepared queue pair on the device the request arrived through
-         * @param timeout the most the wait (refused requests included) and the handshake may take
+         * @param timeout the most to wait for an admitted request (refused ones included); a request
+         *                taken in time is given at least {@value #HANDSHAKE_ALLOWANCE_MS} ms for its
+         *                handshake
          * @param offer   buffers and bytes for the client
          * @param admit   decides on each requester's address before anything is answered
          * @return the connection
@@ -405,7 +416,10 @@ public final class RdmaCm {
                 moveTo(child, qp, verbs_h.IBV_QPS_RTS);
                 check("rdma_accept", rdma_cma_h.rdma_accept(child, connParam(arena, qp, privateData)));
                 replied = true;
-                own.expect(rdma_cma_h.RDMA_CM_EVENT_ESTABLISHED, deadline, "the connecting peer");
+                // A request taken just before the deadline still gets its handshake: failing it would
+                // lose a client that did nothing wrong, one per call of an accept polled in a loop.
+                long handshakeDeadline = Math.max(deadline, System.nanoTime() + HANDSHAKE_ALLOWANCE_MS * 1_000_000L);
+                own.expect(rdma_cma_h.RDMA_CM_EVENT_ESTABLISHED, handshakeDeadline, "the connecting peer");
                 requireOpenDuringHandshake(own); // past this, a close leaves the connection alone
                 CORE.markConnected(qp);
                 return new CmConnection(qp, child, own, Handshake.decode(request.privateData()));
@@ -825,8 +839,13 @@ public final class RdmaCm {
             boolean virtual = Thread.currentThread().isVirtual();
             long pauseNanos = 1_000_000L;
             while (true) {
-                long left = (deadline - System.nanoTime()) / 1_000_000;
+                long left = (deadline - System.nanoTime() + 999_999) / 1_000_000;
                 if (left <= 0) {
+                    // past the deadline, an event already there is still taken: a caller with a
+                    // short timeout would otherwise never see one
+                    if (Fds.readable(pollFd, fd, 0)) {
+                        break;
+                    }
                     return null;
                 }
                 if (Fds.readable(pollFd, fd, virtual ? 0 : (int) Math.min(WAKE_MS, left))) {

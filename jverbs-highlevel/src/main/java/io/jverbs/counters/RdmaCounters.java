@@ -197,24 +197,38 @@ public final class RdmaCounters {
      * Reads a port so that the values include everything that happened up to {@code eventNanoTime}:
      * when {@code hw_counters} come from sysfs, first waits until the kernel's cache of the port
      * ({@code lifespan}) has expired since then; through netlink it reads at once.
+     * The wait is at most the lifespan plus 2 ms, and never more than 10 s; an interrupt ends it early (the snapshot may then miss the
+     * event) and the interrupt flag is kept.
      *
      * @param device        the device name
      * @param port          the port number
-     * @param eventNanoTime {@link System#nanoTime()} at the end of the event to be counted
+     * @param eventNanoTime {@link System#nanoTime()} at the end of the event to be counted, taken
+     *                      in this JVM (not a wall-clock time)
      * @return the snapshot
+     * @throws IllegalArgumentException when {@code eventNanoTime} lies in the future
      * @throws java.util.NoSuchElementException when the device or port does not exist
      */
     public CounterSnapshot snapshotAfter(String device, int port, long eventNanoTime) {
+        long now = System.nanoTime();
+        if (eventNanoTime - now > 0) {
+            throw new IllegalArgumentException("eventNanoTime is " + (eventNanoTime - now) / 1_000_000 + " ms in the"
+                    + " future: pass System.nanoTime() taken after the event, not a wall-clock time");
+        }
         if (!netlinkAvailable()) {
             Path portDir = root.resolve(device).resolve("ports").resolve(Integer.toString(port));
-            long wait = lifespan(portDir).orElse(Duration.ZERO).toNanos() + 2_000_000L;
+            long wait = Math.min(lifespan(portDir).orElse(Duration.ZERO).toNanos() + 2_000_000L,
+                    MAX_CACHE_WAIT_MS * 1_000_000L);
             long until = eventNanoTime + wait;
-            for (long left = until - System.nanoTime(); left > 0; left = until - System.nanoTime()) {
+            for (long left = until - System.nanoTime(); left > 0 && !Thread.currentThread().isInterrupted();
+                    left = until - System.nanoTime()) {
                 LockSupport.parkNanos(left);
             }
         }
         return snapshot(device, port);
     }
+
+    /** The most {@link #snapshotAfter} waits for the kernel's cache, whatever {@code lifespan} says. */
+    private static final long MAX_CACHE_WAIT_MS = 10_000;
 
     private static Optional<Duration> lifespan(Path portDir) {
         try {

@@ -83,18 +83,25 @@ public final class DatagramQueuePair extends QueueEndpoint {
     /**
      * Where a datagram peer is: what {@link #destination} needs.
      *
-     * @param qpn  its queue pair number
+     * @param qpn  its queue pair number (24 bits)
      * @param qkey its Q_Key
-     * @param lid  its LID (0 on RoCE)
+     * @param lid  its LID (0 on RoCE; 16 bits)
      * @param gid  its 16-byte GID
      */
     public record Address(int qpn, int qkey, int lid, byte[] gid) {
         /**
-         * Copies.
+         * Validates and copies.
          *
-         * @throws IllegalArgumentException when the GID is not 16 bytes
+         * @throws IllegalArgumentException when the queue pair number does not fit 24 bits (the
+         *                                  device would drop the high bits and deliver to another
+         *                                  queue pair), the LID does not fit 16 bits, or the GID
+         *                                  is not 16 bytes
          */
         public Address {
+            if ((qpn & ~0xffffff) != 0 || (lid & ~0xffff) != 0) {
+                throw new IllegalArgumentException("invalid datagram address: qpn 0x" + Integer.toHexString(qpn)
+                        + " (24 bits), lid " + lid + " (16 bits)");
+            }
             if (gid.length != 16) {
                 throw new IllegalArgumentException("a GID has 16 bytes");
             }

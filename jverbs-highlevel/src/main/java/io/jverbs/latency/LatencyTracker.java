@@ -67,6 +67,17 @@ public final class LatencyTracker {
     }
 
     /**
+     * How many signaled requests it can time in flight at once: {@code maxSignaledInFlight}
+     * rounded up to a power of two. {@link io.jverbs.QueuePair#trackLatency} refuses a tracker
+     * smaller than the queue pair's send depth.
+     *
+     * @return the capacity
+     */
+    public int capacity() {
+        return postedAt.length;
+    }
+
+    /**
      * Called by the posting thread right <em>before</em> a send-queue work request is handed to the
      * provider: its completion may be polled on another thread before the post call returns, and
      * must find its timestamp. If the provider then refuses it, call {@link #refused}.

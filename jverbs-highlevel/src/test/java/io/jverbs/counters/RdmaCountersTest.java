@@ -76,6 +76,26 @@ class RdmaCountersTest {
     }
 
     @Test
+    void aWaitForTheCacheEndsOnInterruptAndRefusesAFutureEvent() throws IOException {
+        Path root = FakeSysfs.create(tmp);
+        FakeSysfs.set(root, "rxe0", 1, "hw_counters", "lifespan", 60_000);
+        RdmaCounters counters = RdmaCounters.sysfs(root);
+        IllegalArgumentException future = assertThrows(IllegalArgumentException.class,
+                () -> counters.snapshotAfter("rxe0", 1, System.nanoTime() + Duration.ofDays(1).toNanos()));
+        assertTrue(future.getMessage().contains("wall-clock"), future.getMessage());
+        long start = System.nanoTime();
+        Thread.currentThread().interrupt();
+        try {
+            counters.snapshotAfter("rxe0", 1, System.nanoTime());
+            assertTrue(Thread.currentThread().isInterrupted(), "the interrupt flag is kept");
+        } finally {
+            Thread.interrupted();
+        }
+        long ms = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(ms < 2000, "a one-minute lifespan held an interrupted caller " + ms + " ms");
+    }
+
+    @Test
     void deltasShowWhatMoved() throws IOException, InterruptedException {
         Path root = FakeSysfs.create(tmp);
         RdmaCounters counters = RdmaCounters.sysfs(root);

@@ -776,6 +776,13 @@ class SafetyChildTest {
             second.trackLatency(tracker); // free again once the first queue pair closed
             return r + "; accepted once the first queue pair closed";
         });
+        CASES.put("a latency tracker smaller than the send queue", (lb, d) -> {
+            QueuePair qp = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(32, 8));
+            io.jverbs.latency.LatencyTracker small = new io.jverbs.latency.LatencyTracker(nanos -> { }, 1);
+            String r = refused(IllegalArgumentException.class, "size it for 32", () -> qp.trackLatency(small));
+            qp.trackLatency(new io.jverbs.latency.LatencyTracker(nanos -> { }, 32));
+            return r;
+        });
         CASES.put("join inside a callback on the context's event thread", (lb, d) -> {
             // nobody polls: the context's event thread fails the future after 2 s and runs its callback
             CompletableFuture<Object> nested = lb.client.qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0)
@@ -900,6 +907,39 @@ class SafetyChildTest {
                     }
                     return "awaitDisconnect returned true " + ms + " ms after this side's close; the peer heard it: "
                             + server.awaitDisconnect(WAIT);
+                }
+            }
+        });
+        CASES.put("an accept polled in a loop with a 1 ms timeout takes the client", (lb, d) -> {
+            QueuePair sqp = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(8, 8));
+            QueuePair cqp = lb.client.pd.createQueuePair(config(QueuePairConfig.rc(lb.client.cq), d).withDepth(8, 8));
+            try (RdmaCm.Listener listener = RdmaCm.listen(d.ip(), 0)) {
+                AtomicBoolean stop = new AtomicBoolean();
+                java.util.concurrent.atomic.AtomicInteger timedOut = new java.util.concurrent.atomic.AtomicInteger();
+                CompletableFuture<CmConnection> accepted = new CompletableFuture<>();
+                Thread.ofPlatform().daemon().start(() -> {
+                    while (!stop.get()) {
+                        try {
+                            accepted.complete(listener.accept(sqp, Duration.ofMillis(1)));
+                            return;
+                        } catch (io.jverbs.cm.RdmaCmException e) {
+                            timedOut.incrementAndGet(); // nobody yet: other work, then look again
+                        } catch (RuntimeException e) {
+                            accepted.completeExceptionally(e);
+                            return;
+                        }
+                    }
+                });
+                Thread.sleep(300);
+                try (CmConnection client = RdmaCm.connect(cqp, d.ip(), listener.port(), WAIT);
+                     CmConnection server = accepted.get(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+                    return "connected after " + timedOut.get() + " empty accepts of 1 ms; server peer "
+                            + server.remoteAddress();
+                } catch (io.jverbs.cm.RdmaCmException e) {
+                    throw new LoopbackChild.Unchecked("the client was lost while the server polled accept(1 ms) "
+                            + timedOut.get() + " times: " + e.getMessage());
+                } finally {
+                    stop.set(true);
                 }
             }
         });
@@ -1300,12 +1340,12 @@ class SafetyChildTest {
         List<String> unchecked = new ArrayList<>();
         List<String> failed = new ArrayList<>();
         String released = "";
-        // JVERBS_SAFETY_ONLY=TEXT runs only the cases whose name contains TEXT (to rerun one while
-        // working on it); the full suite prints its counts only when it ran every case
-        String only = System.getenv().getOrDefault("JVERBS_SAFETY_ONLY", "");
+        // JVERBS_SAFETY_ONLY=TEXT|TEXT... runs only the cases whose name contains one of the TEXTs
+        // (to rerun some while working on them)
+        String[] only = System.getenv().getOrDefault("JVERBS_SAFETY_ONLY", "").split("\\|");
         int ran = 0;
         for (String name : CASES.keySet()) {
-            if (!name.contains(only)) {
+            if (java.util.Arrays.stream(only).noneMatch(name::contains)) {
                 continue;
             }
             ran++;
