@@ -9,6 +9,7 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 
 /**
@@ -32,6 +33,7 @@ public final class EndpointExchange {
      * @param timeout for the connection
      * @return the connected socket, with {@code timeout} as its read timeout
      * @throws IOException when the peer refuses or does not answer within the timeout
+     * @throws IllegalArgumentException when the timeout is below 1 ms or above about 24 days
      */
     public static Socket connect(String host, int port, Duration timeout) throws IOException {
         Socket socket = new Socket();
@@ -54,6 +56,7 @@ public final class EndpointExchange {
      * @param timeout how long to wait for the peer
      * @return the accepted socket, with {@code timeout} as its read timeout
      * @throws IOException when no peer comes within the timeout
+     * @throws IllegalArgumentException when the timeout is below 1 ms or above about 24 days
      */
     public static Socket accept(ServerSocket server, Duration timeout) throws IOException {
         server.setSoTimeout(timeoutMillis(timeout));
@@ -76,7 +79,8 @@ public final class EndpointExchange {
      * @param timeout the most the read may take
      * @return the peer's endpoint
      * @throws IOException on timeout, a closed connection or a truncated record
-     * @throws IllegalArgumentException when the peer sent something that is not an endpoint
+     * @throws IllegalArgumentException when the peer sent something that is not an endpoint, or the
+     *                                  timeout is below 1 ms or above about 24 days
      */
     public static Endpoint exchange(Socket socket, Endpoint local, Duration timeout) throws IOException {
         return exchange(socket, local.toBytes(), Endpoint.BYTES, timeout, Endpoint::fromBytes);
@@ -90,7 +94,8 @@ public final class EndpointExchange {
      * @param timeout the most the read may take
      * @return the peer's buffer
      * @throws IOException on timeout, a closed connection or a truncated record
-     * @throws IllegalArgumentException when the peer sent something that is not a remote buffer
+     * @throws IllegalArgumentException when the peer sent something that is not a remote buffer, or the
+     *                                  timeout is below 1 ms or above about 24 days
      */
     public static RemoteBuffer exchange(Socket socket, RemoteBuffer local, Duration timeout) throws IOException {
         return exchange(socket, local.toBytes(), RemoteBuffer.BYTES, timeout, RemoteBuffer::fromBytes);
@@ -117,16 +122,18 @@ public final class EndpointExchange {
      * @param <T>        the value type
      * @return the parsed value
      * @throws IOException on timeout, a closed connection or a truncated record
+     * @throws IllegalArgumentException when the timeout is below 1 ms or above about 24 days
      */
     public static <T> T exchange(Socket socket, byte[] local, int peerLength, Duration timeout,
                                  Function<byte[], T> parse) throws IOException {
+        timeoutMillis(timeout); // checked before anything is sent
         OutputStream out = socket.getOutputStream();
         if (local.length <= WRITTEN_AT_ONCE) {
             out.write(local);
             out.flush();
             return parse.apply(readFully(socket, peerLength, timeout));
         }
-        long deadline = System.nanoTime() + timeout.toNanos();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis(timeout));
         IOException[] sendFailure = new IOException[1];
         Thread sender = Thread.ofVirtual().name("jverbs-exchange-send").start(() -> {
             try {
@@ -168,9 +175,10 @@ public final class EndpointExchange {
      * @param timeout the most it may take
      * @return the bytes
      * @throws IOException on timeout, or when the peer closes early (the message says how much came)
+     * @throws IllegalArgumentException when the timeout is below 1 ms or above about 24 days
      */
     public static byte[] readFully(Socket socket, int length, Duration timeout) throws IOException {
-        long deadline = System.nanoTime() + timeout.toNanos();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis(timeout));
         byte[] bytes = new byte[length];
         InputStream in = socket.getInputStream();
         int got = 0;
@@ -203,11 +211,13 @@ public final class EndpointExchange {
         }
     }
 
+    private static final Duration MAX_TIMEOUT = Duration.ofMillis(Integer.MAX_VALUE);
+
+    /** The timeout in ms, checked: at least 1 ms and at most about 24 days (a socket's limit). */
     private static int timeoutMillis(Duration timeout) {
-        long ms = timeout.toMillis();
-        if (ms <= 0 || ms > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException("timeout must be positive and below 24 days: " + timeout);
+        if (timeout.compareTo(Duration.ofMillis(1)) < 0 || timeout.compareTo(MAX_TIMEOUT) > 0) {
+            throw new IllegalArgumentException("timeout must be 1 ms to 24 days: " + timeout);
         }
-        return (int) ms;
+        return (int) timeout.toMillis();
     }
 }

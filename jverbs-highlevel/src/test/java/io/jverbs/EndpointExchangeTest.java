@@ -61,6 +61,19 @@ class EndpointExchangeTest {
         }
     }
 
+    @Test
+    void timeoutsOutsideOneMillisecondToTwentyFourDaysAreRefusedClearly() throws Exception {
+        try (ServerSocket listener = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            for (Duration bad : new Duration[] {Duration.ZERO, Duration.ofNanos(1), Duration.ofMillis(-5),
+                    Duration.ofSeconds(Long.MAX_VALUE), Duration.ofDays(25)}) {
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                        () -> EndpointExchange.connect("127.0.0.1", listener.getLocalPort(), bad), bad.toString());
+                assertTrue(e.getMessage().contains("1 ms to 24 days"), e.getMessage());
+                assertThrows(IllegalArgumentException.class, () -> EndpointExchange.accept(listener, bad));
+            }
+        }
+    }
+
     private interface Call<T> {
         T call() throws Exception;
     }
