@@ -25,9 +25,10 @@ import java.util.function.Consumer;
  * caller's {@link CompletionHandler} for work posted with the caller's work-request id.
  *
  * <p>Thread-safety: one {@link #poll} runs at a time (a second thread waits for the first: call
- * {@code poll} from one thread, typically a {@link Poller}); {@link #armEvents()} and
- * {@link #waitForEvent(long)} exclude each other; {@link #close()} waits for a poll or an arm in
- * progress, and ends a wait for an event within about 50 ms. Closing from inside a handler is allowed: the queue is destroyed when that
+ * {@code poll} from one thread, typically a {@link Poller}); one {@link #waitForEvent(long)} runs at
+ * a time (a second waits for the first), and {@link #armEvents()} may run beside it;
+ * {@link #close()} waits for a poll or an arm in progress, and ends a wait for an event within
+ * about 50 ms. Closing from inside a handler is allowed: the queue is destroyed when that
  * poll returns. Calling {@code poll} from a handler of the same queue throws. A queue made by
  * {@link Context#createConfinedCompletionQueue} belongs to the thread that created it: its polls
  * take no lock, and {@code poll} or {@link #close()} from another thread throws
@@ -79,8 +80,13 @@ public final class CompletionQueue extends Resource {
      * {@link #polls}.
      */
     private volatile boolean destroyAfterPoll;
-    /** Set when a close begins, before it takes the monitor a {@link #waitForEvent} holds: the wait ends. */
+    /** Set when a close begins: a {@link #waitForEvent} in progress ends. */
     private volatile boolean closeAsked;
+    /**
+     * Held by a {@link #waitForEvent} (not the monitor, which a close needs first) and by the
+     * native destroy, so the channel is never freed under a wait.
+     */
+    private final java.util.concurrent.locks.ReentrantLock eventWait = new java.util.concurrent.locks.ReentrantLock();
     /** A wait for an event looks at {@link #closeAsked} at least this often. */
     private static final int EVENT_WAIT_SLICE_MS = 50;
     /** Queue pairs being created with this queue's handle ({@link #lendForCreation}); under the monitor. */
@@ -504,35 +510,40 @@ public final class CompletionQueue extends Resource {
      * @throws IllegalStateException when the queue has no channel or is closed
      * @throws VerbsException when {@code poll(2)} or {@code ibv_get_cq_event} fails
      */
-    public synchronized boolean waitForEvent(long timeoutMillis) {
+    public boolean waitForEvent(long timeoutMillis) {
         if (timeoutMillis < 0 || timeoutMillis > 60_000) {
             throw new IllegalArgumentException("timeout must be 0 to 60000 ms, not " + timeoutMillis);
         }
-        ensureOpen("wait for events");
-        requireChannel();
-        // Under the monitor, so close() never frees the channel mid-wait; in slices, so a close
-        // that began meanwhile ends the wait instead of waiting for its timeout.
-        int fd = ibv_comp_channel.fd(channel.reinterpret(ibv_comp_channel.sizeof()));
         long deadline = System.nanoTime() + timeoutMillis * 1_000_000L;
-        boolean ready;
-        do {
-            if (closeAsked) {
+        eventWait.lock();
+        try {
+            ensureOpen("wait for events");
+            requireChannel();
+            // Under eventWait, so the destroy never frees the channel mid-wait; in slices, so a
+            // close that began meanwhile ends the wait instead of waiting for its timeout.
+            int fd = ibv_comp_channel.fd(channel.reinterpret(ibv_comp_channel.sizeof()));
+            boolean ready;
+            do {
+                if (closeAsked) {
+                    return false;
+                }
+                long leftMillis = Math.max(0, (deadline - System.nanoTime() + 999_999) / 1_000_000);
+                ready = Fds.readable(pollFd, fd, (int) Math.min(leftMillis, EVENT_WAIT_SLICE_MS));
+            } while (!ready && deadline - System.nanoTime() > 0);
+            if (!ready) {
                 return false;
             }
-            long leftMillis = Math.max(0, (deadline - System.nanoTime() + 999_999) / 1_000_000);
-            ready = Fds.readable(pollFd, fd, (int) Math.min(leftMillis, EVENT_WAIT_SLICE_MS));
-        } while (!ready && deadline - System.nanoTime() > 0);
-        if (!ready) {
-            return false;
+            try (Arena scratch = Arena.ofConfined()) {
+                MemorySegment outCq = scratch.allocate(ValueLayout.ADDRESS);
+                MemorySegment outCtx = scratch.allocate(ValueLayout.ADDRESS);
+                int rc = verbs_h.ibv_get_cq_event(channel, outCq, outCtx);
+                VerbsException.check("ibv_get_cq_event", rc, Native.lastErrno());
+            }
+            verbs_h.ibv_ack_cq_events(cq, 1);
+            return true;
+        } finally {
+            eventWait.unlock();
         }
-        try (Arena scratch = Arena.ofConfined()) {
-            MemorySegment outCq = scratch.allocate(ValueLayout.ADDRESS);
-            MemorySegment outCtx = scratch.allocate(ValueLayout.ADDRESS);
-            int rc = verbs_h.ibv_get_cq_event(channel, outCq, outCtx);
-            VerbsException.check("ibv_get_cq_event", rc, Native.lastErrno());
-        }
-        verbs_h.ibv_ack_cq_events(cq, 1);
-        return true;
     }
 
     private void requireChannel() {
@@ -692,8 +703,16 @@ public final class CompletionQueue extends Resource {
 
     private void destroyNow() {
         awaitCreations();
-        int rc = verbs_h.ibv_destroy_cq(cq);
-        int rc2 = channel.address() != 0 ? verbs_h.ibv_destroy_comp_channel(channel) : 0;
+        int rc;
+        int rc2;
+        // a wait for an event in progress sees closeAsked within one slice and lets go
+        eventWait.lock();
+        try {
+            rc = verbs_h.ibv_destroy_cq(cq);
+            rc2 = channel.address() != 0 ? verbs_h.ibv_destroy_comp_channel(channel) : 0;
+        } finally {
+            eventWait.unlock();
+        }
         arena.close();
         VerbsException.check("ibv_destroy_cq", rc, 0);
         VerbsException.check("ibv_destroy_comp_channel", rc2, Native.lastErrno());

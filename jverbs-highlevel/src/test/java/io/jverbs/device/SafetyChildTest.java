@@ -697,9 +697,9 @@ class SafetyChildTest {
             lb.client.startPoller();
             CompletableFuture<WorkResult> write = a.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0);
             CompletableFuture<WorkResult> receive = a.receiveAsync(lb.client.buffer, 1024, 64); // receives have no deadline
-            // a completion on the same queue runs the callback on the poller thread, which then blocks in the join:
-            // only it could poll the flushed receive's completion
-            CompletableFuture<Object> nested = lb.client.qp.writeAsync(lb.client.buffer, 2048, 8, lb.serverRemote(), 0)
+            // the peer's message completes a receive on the same queue: its callback runs on the poller thread,
+            // which then blocks in the join, and only it could poll the flushed receive's completion
+            CompletableFuture<Object> nested = lb.client.qp.receiveAsync(lb.client.buffer, 2048, 64)
                     .thenApply(r -> {
                         try {
                             return CompletableFuture.allOf(write, receive).join();
@@ -707,6 +707,7 @@ class SafetyChildTest {
                             return e.getCause();
                         }
                     });
+            lb.server.qp.send(1, lb.server.buffer, 0, 8, true);
             long start = System.nanoTime();
             Object outcome = nested.get(WAIT.toSeconds(), TimeUnit.SECONDS);
             long ms = (System.nanoTime() - start) / 1_000_000;
