@@ -88,6 +88,11 @@ final class CoreBridge implements CoreAccess {
     }
 
     @Override
+    public String offerProblem(QueuePair qp, RemoteBuffer offered) {
+        return qp.offerProblem(offered);
+    }
+
+    @Override
     public long listBytes(int capacity) {
         return PostList.listBytes(capacity);
     }

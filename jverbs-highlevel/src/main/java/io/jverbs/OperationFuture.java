@@ -9,9 +9,10 @@ import java.util.concurrent.TimeoutException;
  * The future of an asynchronous operation: a {@link CompletableFuture} that refuses to block the
  * one thread able to complete it. Its completion is taken by whoever polls {@link #queue}; a
  * {@link #get()} or {@link #join()} on that thread (the {@link Poller}'s, or a thread inside
- * {@link CompletionQueue#poll}) would wait forever, so it throws instead; so does a wait on the
- * context's event thread (in a callback of a future it failed by deadline), which would stop
- * every deadline of the context. Only jverbs ends the future of a posted request: its
+ * {@link CompletionQueue#poll}) would wait forever, so it throws instead. A future that the
+ * context's event thread fails (a deadline, an asynchronous event) runs its callbacks on a
+ * virtual thread of its own, so a callback that blocks stops no other deadline; a wait on the
+ * event thread itself is refused. Only jverbs ends the future of a posted request: its
  * {@code cancel}, {@code complete} and {@code completeExceptionally} return false (a posted request
  * cannot be withdrawn; the device may still use its buffer), so {@code orTimeout} and
  * {@code completeOnTimeout} do not end it either, and {@code obtrudeValue},
@@ -43,8 +44,20 @@ final class OperationFuture<T> extends CompletableFuture<T> {
         return super.complete(value);
     }
 
-    /** Fails it (jverbs' side: a failed completion, a closed queue pair, a deadline, a refused post). */
+    /**
+     * Fails it (jverbs' side: a failed completion, a closed queue pair, a deadline, a refused post).
+     * On a context's event thread (a deadline, an asynchronous event) the failure, and with it the
+     * caller's callbacks, runs on a virtual thread of its own: a callback that blocks must not
+     * stop the deadlines and events of the whole context.
+     */
     boolean fail(Throwable cause) {
+        if (Context.onEventThread()) {
+            if (isDone()) {
+                return false;
+            }
+            Thread.ofVirtual().name("jverbs-failed-future").start(() -> super.completeExceptionally(cause));
+            return true;
+        }
         return super.completeExceptionally(cause);
     }
 

@@ -1864,6 +1864,29 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     /**
+     * Why a peer could not use {@code offered} through this queue pair, or null when it can: it
+     * must be an open buffer of this queue pair's domain (its rkey, inside its range) or an open
+     * memory window bound on this queue pair.
+     */
+    String offerProblem(RemoteBuffer offered) {
+        for (Resource r : pd.children()) {
+            if (r instanceof RegisteredBuffer b && !b.isClosed() && b.rkey() == offered.rkey()) {
+                long offset = offered.address() - b.address();
+                boolean inside = Long.compareUnsigned(offered.address(), b.address()) >= 0
+                        && Long.compareUnsigned(offset, b.length()) <= 0 && offered.length() <= b.length() - offset;
+                return inside ? null : "its range lies outside " + b;
+            }
+        }
+        for (Resource r : children()) {
+            if (r instanceof MemoryWindow w && !w.isClosed() && w.rkey() == offered.rkey()) {
+                return null;
+            }
+        }
+        return "its rkey 0x" + Integer.toHexString(offered.rkey()) + " is no open buffer of " + pd
+                + " (the queue pair's protection domain) nor a window bound on queue pair " + number;
+    }
+
+    /**
      * Returns the latency tracker given to {@link #trackLatency}, if any.
      *
      * @return the tracker, or null

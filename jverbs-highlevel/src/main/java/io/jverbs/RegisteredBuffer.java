@@ -21,7 +21,9 @@ import java.util.Set;
  * post that names it after its arena closed throws, and the registration is released when the
  * arena closes ({@link ProtectionDomain#register(Arena, MemorySegment, Access...)}: before the
  * memory is freed) or within about 20 ms after ({@link ProtectionDomain#register(MemorySegment,
- * Access...)}, by a jverbs thread that runs no user code).
+ * Access...)}, by a jverbs thread that runs no user code). Its protection domain holds it until
+ * it closes: a buffer dropped without {@code close()} stays registered, its pages pinned, until
+ * the domain (or its context) closes.
  *
  * <p>Thread-safe; the bytes of the segment are shared with the device and with the peer (when
  * remote rights were granted): who writes when is the application's protocol.

@@ -148,12 +148,20 @@ public final class Handshake {
     }
 
     /**
-     * Refuses an offer of rights {@code qp} does not give peers: the peer's first operation with
-     * them would fail its own queue pair (a remote access error), far from the cause.
+     * Refuses an offer {@code qp}'s peer could not use: memory that is not an open buffer of the
+     * queue pair's domain (or a window bound on it), or rights the queue pair does not give peers.
+     * The peer's first operation on it would fail its own queue pair (a remote access error), far
+     * from the cause.
      */
     void requireGrantedBy(QueuePair qp) {
         Set<Access> granted = qp.remoteAccess();
         for (RemoteBuffer r : buffers) {
+            String problem = CORE.offerProblem(qp, r);
+            if (problem != null) {
+                throw new IllegalArgumentException("the handshake offers " + r + ", which a peer of queue pair "
+                        + qp.number() + " cannot use: " + problem + ". A peer's request would fail with a remote"
+                        + " access error; offer a buffer registered in the queue pair's protection domain");
+            }
             if (!granted.containsAll(r.rights())) {
                 throw new IllegalArgumentException("the handshake offers " + r + ", but queue pair " + qp.number()
                         + " lets a peer do only " + granted + ": a peer's request with the rest would fail with a"

@@ -1,6 +1,7 @@
 package io.jverbs.cm;
 
 import io.jverbs.QueuePair;
+import io.jverbs.QueuePairConfig;
 import io.jverbs.datagram.DatagramQueuePair;
 import io.jverbs.ibverbs.Errno;
 import io.jverbs.ibverbs.Native;
@@ -79,6 +80,7 @@ public final class RdmaCm {
      * @throws RdmaCmException when the peer rejects, is unreachable, or does not answer in time, or
      *         the thread is interrupted while it waits (EINTR)
      * @throws IllegalStateException when the queue pair is not prepared
+     * @throws IllegalArgumentException when the queue pair is not RC
      */
     public static CmConnection connect(QueuePair qp, String host, int port, Duration timeout) {
         return connect(qp, host, port, timeout, Handshake.empty());
@@ -99,12 +101,14 @@ public final class RdmaCm {
      * @throws RdmaCmException when the peer rejects, is unreachable, or does not answer in time, or
      *         the thread is interrupted while it waits (EINTR)
      * @throws IllegalStateException when the queue pair is not prepared
-     * @throws IllegalArgumentException when the offer does not fit a connection request, or offers rights
-     *         the queue pair does not give peers ({@link QueuePair#remoteAccess()})
+     * @throws IllegalArgumentException when the queue pair is not RC, or the offer does not fit a
+     *         connection request, offers memory that is not the queue pair's domain's, or offers
+     *         rights the queue pair does not give peers ({@link QueuePair#remoteAccess()})
      */
     public static CmConnection connect(QueuePair qp, String host, int port, Duration timeout, Handshake offer) {
         byte[] privateData = offer.encode(Handshake.MAX_CONNECT_BYTES, "a connection request");
         CORE.requirePrepared(qp);
+        requireReliable(qp);
         offer.requireGrantedBy(qp);
         long deadline = System.nanoTime() + timeout.toNanos();
         Channel channel = Channel.create();
@@ -285,6 +289,7 @@ public final class RdmaCm {
          *         thread is interrupted while it waits (EINTR)
          * @throws IllegalStateException when the listener is closed, before or during the wait or the handshake, or
          *         is for datagrams, or the queue pair is not prepared
+         * @throws IllegalArgumentException when the queue pair is not RC
          */
         public CmConnection accept(QueuePair qp, Duration timeout) {
             return accept(qp, timeout, Handshake.empty(), requester -> true);
@@ -306,8 +311,9 @@ public final class RdmaCm {
          *         thread is interrupted while it waits (EINTR)
          * @throws IllegalStateException when the listener is closed, before or during the wait or the handshake, or
          *         is for datagrams, or the queue pair is not prepared
-         * @throws IllegalArgumentException when the offer does not fit the reply, or offers rights the
-         *         queue pair does not give peers ({@link QueuePair#remoteAccess()})
+         * @throws IllegalArgumentException when the queue pair is not RC, or the offer does not fit
+         *         the reply, offers memory that is not the queue pair's domain's, or offers rights
+         *         the queue pair does not give peers ({@link QueuePair#remoteAccess()})
          */
         public CmConnection accept(QueuePair qp, Duration timeout, Handshake offer) {
             return accept(qp, timeout, offer, requester -> true);
@@ -330,6 +336,7 @@ public final class RdmaCm {
          *         or the thread is interrupted while it waits (EINTR)
          * @throws IllegalStateException when the listener is closed, before or during the wait or the handshake, or
          *         is for datagrams, or the queue pair is not prepared
+         * @throws IllegalArgumentException when the queue pair is not RC
          */
         public CmConnection accept(QueuePair qp, Duration timeout, Predicate<InetSocketAddress> admit) {
             return accept(qp, timeout, Handshake.empty(), admit);
@@ -351,8 +358,9 @@ public final class RdmaCm {
          *         or the thread is interrupted while it waits (EINTR)
          * @throws IllegalStateException when the listener is closed, before or during the wait or the handshake, or
          *         is for datagrams, or the queue pair is not prepared
-         * @throws IllegalArgumentException when the offer does not fit the reply, or offers rights the
-         *         queue pair does not give peers ({@link QueuePair#remoteAccess()})
+         * @throws IllegalArgumentException when the queue pair is not RC, or the offer does not fit
+         *         the reply, offers memory that is not the queue pair's domain's, or offers rights
+         *         the queue pair does not give peers ({@link QueuePair#remoteAccess()})
          */
         public CmConnection accept(QueuePair qp, Duration timeout, Handshake offer,
                                    Predicate<InetSocketAddress> admit) {
@@ -360,6 +368,7 @@ public final class RdmaCm {
             if (datagrams) {
                 throw new IllegalStateException("this listener answers datagram resolutions: use acceptDatagram");
             }
+            requireReliable(qp);
             offer.requireGrantedBy(qp);
             long deadline = System.nanoTime() + timeout.toNanos();
             takeAcceptTurn(deadline);
@@ -909,6 +918,18 @@ public final class RdmaCm {
                 rdma_cma_h.rdma_destroy_event_channel(channel);
                 arena.close();
             }
+        }
+    }
+
+    /**
+     * rdma_cm's connections (port space TCP) are reliable connected: a UC queue pair cannot take
+     * part, and the kernel would refuse its transitions with a bare EINVAL.
+     */
+    private static void requireReliable(QueuePair qp) {
+        if (qp.config().transport() != QueuePairConfig.Transport.RC) {
+            throw new IllegalArgumentException("queue pair " + qp.number() + " is " + qp.config().transport()
+                    + ": rdma_cm connects RC queue pairs only; connect a UC queue pair with its Endpoint"
+                    + " (QueuePair.connect, EndpointExchange)");
         }
     }
 

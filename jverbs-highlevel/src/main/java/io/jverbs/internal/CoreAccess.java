@@ -157,6 +157,16 @@ public interface CoreAccess {
     RemoteBuffer readRemote(ByteBuffer from);
 
     /**
+     * Tells why a peer of {@code qp} could not use {@code offered}: it is no open buffer of the
+     * queue pair's domain, nor an open window bound on it.
+     *
+     * @param qp      the queue pair the offer goes out with
+     * @param offered the offered buffer
+     * @return the reason, or null when the peer can use it
+     */
+    String offerProblem(io.jverbs.QueuePair qp, RemoteBuffer offered);
+
+    /**
      * Returns the bytes of {@code capacity} send requests and their SGEs.
      *
      * @param capacity requests

@@ -784,22 +784,34 @@ class SafetyChildTest {
             qp.trackLatency(new io.jverbs.latency.LatencyTracker(nanos -> { }, 32));
             return r;
         });
-        CASES.put("join inside a callback on the context's event thread", (lb, d) -> {
-            // nobody polls: the context's event thread fails the future after 2 s and runs its callback
-            CompletableFuture<Object> nested = lb.client.qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0)
-                    .handle((r, t) -> {
-                        CompletableFuture<WorkResult> pending = lb.server.qp.receiveAsync(lb.server.buffer, 0, 64);
-                        try {
-                            return pending.join();
-                        } catch (RuntimeException e) {
-                            return e;
-                        }
-                    });
-            Object outcome = nested.get(WAIT.toSeconds(), TimeUnit.SECONDS);
-            if (!(outcome instanceof IllegalStateException e) || !e.getMessage().contains("event thread")) {
-                throw new LoopbackChild.Unchecked("the join on the event thread was not refused: " + outcome);
+        CASES.put("a blocking callback of a late future leaves the other deadlines kept", (lb, d) -> {
+            // nobody polls: the context fails both futures about 2 s after their posts
+            AtomicReference<String> callbackThread = new AtomicReference<>();
+            CountDownLatch release = new CountDownLatch(1);
+            CompletableFuture<WorkResult> first = lb.client.qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0);
+            first.whenComplete((r, t) -> {
+                callbackThread.set(Thread.currentThread().toString());
+                try {
+                    release.await(30, TimeUnit.SECONDS); // a synchronous reconnect, say
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            Thread.sleep(500);
+            long start = System.nanoTime();
+            CompletableFuture<WorkResult> second = lb.client.qp.writeAsync(lb.client.buffer, 64, 64, lb.serverRemote(), 0);
+            try {
+                Throwable t = failureOf(second);
+                long ms = (System.nanoTime() - start) / 1_000_000;
+                if (ms > 8000) {
+                    throw new LoopbackChild.Unchecked("the second future ended after " + ms + " ms, behind the first's"
+                            + " blocked callback on " + callbackThread.get());
+                }
+                return "the second future failed " + ms + " ms after its post (" + t.getClass().getSimpleName()
+                        + ") while the first's callback blocked on " + callbackThread.get();
+            } finally {
+                release.countDown();
             }
-            return e.getMessage();
         });
 
         // ---- pollers ----
@@ -1134,6 +1146,24 @@ class SafetyChildTest {
                 long start = System.nanoTime();
                 String r = refused(IllegalArgumentException.class, "lets a peer do only", () -> server.accept(WAIT));
                 return r + " (in " + (System.nanoTime() - start) / 1_000_000 + " ms, before any client came)";
+            }
+        });
+        CASES.put("a handshake offering a buffer of another protection domain", (lb, d) -> {
+            RegisteredBuffer foreign = lb.client.pd.allocate(4096, Access.REMOTE_WRITE);
+            Connection.Options options = Connection.Options.defaults().depth(8, 8).configure(c -> config(c, d))
+                    .offer(io.jverbs.cm.Handshake.offering(foreign.remote()));
+            try (Connection.Server server = Connection.listen(lb.server.pd, d.ip(), 0, options)) {
+                return refused(IllegalArgumentException.class, "cannot use", () -> server.accept(WAIT));
+            }
+        });
+        CASES.put("a UC queue pair given to rdma_cm", (lb, d) -> {
+            QueuePair uc = lb.client.pd.createQueuePair(config(QueuePairConfig.uc(lb.client.cq), d).withDepth(8, 8));
+            try (RdmaCm.Listener listener = RdmaCm.listen(d.ip(), 0)) {
+                String client = refused(IllegalArgumentException.class, "RC queue pairs only",
+                        () -> RdmaCm.connect(uc, d.ip(), listener.port(), WAIT));
+                String server = refused(IllegalArgumentException.class, "RC queue pairs only",
+                        () -> listener.accept(uc, WAIT));
+                return client + "; accept refused it too: " + !server.isEmpty();
             }
         });
         CASES.put("a domain's queue pairs grant what its buffers grant, widened later", (lb, d) -> {
