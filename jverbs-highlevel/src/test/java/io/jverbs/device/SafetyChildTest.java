@@ -351,43 +351,16 @@ class SafetyChildTest {
                 CompletionQueue cq = ctx.createCompletionQueueWithEvents(64);
                 QueuePair qp = ctx.allocateProtectionDomain().createQueuePair(config(QueuePairConfig.rc(cq), d)
                         .withDepth(8, 8));
-                cq.armEvents();
-                // threads of their own: the common pool may have a single thread, which the wait would hold
-                java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newThreadPerTaskExecutor(
-                        Thread.ofPlatform().daemon(true).factory());
-                CompletableFuture<Boolean> waiting = CompletableFuture.supplyAsync(() -> cq.waitForEvent(6_000), threads);
-                Thread.sleep(300);
-                long start = System.nanoTime();
-                CompletableFuture<Void> close = CompletableFuture.runAsync(qp::close, threads);
-                try {
-                    close.get(3, TimeUnit.SECONDS);
-                } catch (TimeoutException e) {
-                    throw new LoopbackChild.Unchecked("qp.close() waited for the completion queue's event wait");
-                }
-                long ms = (System.nanoTime() - start) / 1_000_000;
-                waiting.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                long ms = closeDuringEventWait(cq, 6_000, qp::close, "qp.close()");
                 return "qp.close() returned in " + ms + " ms while another thread waited for an event";
             }
         });
         CASES.put("close a completion queue while another thread waits a minute for its event", (lb, d) -> {
             try (Context ctx = Rdma.open(d.name())) {
                 CompletionQueue cq = ctx.createCompletionQueueWithEvents(64);
-                cq.armEvents();
-                java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newThreadPerTaskExecutor(
-                        Thread.ofPlatform().daemon(true).factory());
-                CompletableFuture<Boolean> waiting = CompletableFuture.supplyAsync(() -> cq.waitForEvent(60_000), threads);
-                Thread.sleep(300);
-                long start = System.nanoTime();
-                CompletableFuture<Void> close = CompletableFuture.runAsync(cq::close, threads);
-                try {
-                    close.get(3, TimeUnit.SECONDS);
-                } catch (TimeoutException e) {
-                    throw new LoopbackChild.Unchecked("cq.close() waited for the event wait's minute");
-                }
-                long ms = (System.nanoTime() - start) / 1_000_000;
-                boolean event = waiting.get(WAIT.toSeconds(), TimeUnit.SECONDS);
-                if (event || !cq.isClosed()) {
-                    throw new AssertionError("the wait returned " + event + ", the queue closed " + cq.isClosed());
+                long ms = closeDuringEventWait(cq, 60_000, cq::close, "cq.close()");
+                if (!cq.isClosed()) {
+                    throw new AssertionError("the queue is open after its close");
                 }
                 return "cq.close() returned in " + ms + " ms; the wait returned false";
             }
@@ -1280,6 +1253,36 @@ class SafetyChildTest {
         long ms = (System.nanoTime() - start) / 1_000_000;
         if (!handlerClosed.await(5, TimeUnit.SECONDS) || !handlerFailure.isEmpty()) {
             throw new LoopbackChild.Unchecked("the handler's close did not return normally: " + handlerFailure);
+        }
+        return ms;
+    }
+
+    /**
+     * Arms {@code cq}, has another thread wait {@code waitMillis} for its event, and runs
+     * {@code close} on a third 300 ms later: the close must return within 3 s and the wait must
+     * end without an event.
+     *
+     * @return how long the close took, in ms
+     */
+    private static long closeDuringEventWait(CompletionQueue cq, long waitMillis, Runnable close, String what)
+            throws Exception {
+        cq.armEvents();
+        // threads of their own: the common pool may have a single thread, which the wait would hold
+        java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newThreadPerTaskExecutor(
+                Thread.ofPlatform().daemon(true).factory());
+        CompletableFuture<Boolean> waiting = CompletableFuture.supplyAsync(() -> cq.waitForEvent(waitMillis), threads);
+        Thread.sleep(300);
+        long start = System.nanoTime();
+        CompletableFuture<Void> closing = CompletableFuture.runAsync(close, threads);
+        try {
+            closing.get(3, TimeUnit.SECONDS);
+        } catch (TimeoutException e) {
+            throw new LoopbackChild.Unchecked(what + " waited for the completion queue's event wait of " + waitMillis
+                    + " ms");
+        }
+        long ms = (System.nanoTime() - start) / 1_000_000;
+        if (waiting.get(WAIT.toSeconds(), TimeUnit.SECONDS)) {
+            throw new AssertionError("the wait saw an event though nothing completed");
         }
         return ms;
     }
