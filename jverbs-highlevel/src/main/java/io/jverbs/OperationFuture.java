@@ -39,9 +39,17 @@ final class OperationFuture<T> extends CompletableFuture<T> {
         this.request = request;
     }
 
+    /**
+     * A failure decided on a context's event thread and delivered off it: whoever ends the future
+     * first (that delivery, or a poll that meanwhile took the request's flushed completion) ends
+     * it with this cause.
+     */
+    private volatile Throwable decided;
+
     /** Completes it with the device's result (jverbs' side). */
     boolean finish(T value) {
-        return super.complete(value);
+        Throwable d = decided;
+        return d != null ? super.completeExceptionally(d) : super.complete(value);
     }
 
     /**
@@ -52,13 +60,17 @@ final class OperationFuture<T> extends CompletableFuture<T> {
      */
     boolean fail(Throwable cause) {
         if (Context.onEventThread()) {
-            if (isDone()) {
-                return false;
+            synchronized (this) {
+                if (isDone() || decided != null) {
+                    return false;
+                }
+                decided = cause;
             }
             Thread.ofVirtual().name("jverbs-failed-future").start(() -> super.completeExceptionally(cause));
             return true;
         }
-        return super.completeExceptionally(cause);
+        Throwable d = decided;
+        return super.completeExceptionally(d != null ? d : cause);
     }
 
     /**
