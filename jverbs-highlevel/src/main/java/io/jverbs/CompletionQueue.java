@@ -80,14 +80,12 @@ public final class CompletionQueue extends Resource {
      * {@link #polls}.
      */
     private volatile boolean destroyAfterPoll;
-    /** Set when a close begins: a {@link #waitForEvent} in progress ends. */
-    private volatile boolean closeAsked;
     /**
      * Held by a {@link #waitForEvent} (not the monitor, which a close needs first) and by the
      * native destroy, so the channel is never freed under a wait.
      */
     private final java.util.concurrent.locks.ReentrantLock eventWait = new java.util.concurrent.locks.ReentrantLock();
-    /** A wait for an event looks at {@link #closeAsked} at least this often. */
+    /** A wait for an event looks at {@link #closeBegun()} at least this often. */
     private static final int EVENT_WAIT_SLICE_MS = 50;
     /** Queue pairs being created with this queue's handle ({@link #lendForCreation}); under the monitor. */
     private int creating;
@@ -524,7 +522,7 @@ public final class CompletionQueue extends Resource {
             int fd = ibv_comp_channel.fd(channel.reinterpret(ibv_comp_channel.sizeof()));
             boolean ready;
             do {
-                if (closeAsked) {
+                if (closeBegun()) {
                     return false;
                 }
                 long leftMillis = Math.max(0, (deadline - System.nanoTime() + 999_999) / 1_000_000);
@@ -616,11 +614,6 @@ public final class CompletionQueue extends Resource {
     }
 
     @Override
-    void closeRequested() {
-        closeAsked = true;
-    }
-
-    @Override
     void destroyNative() {
         if (polls.heldByCurrentThread()) {
             destroyAfterPoll = true; // closed from a handler: destroy once this poll is done with the array
@@ -705,7 +698,7 @@ public final class CompletionQueue extends Resource {
         awaitCreations();
         int rc;
         int rc2;
-        // a wait for an event in progress sees closeAsked within one slice and lets go
+        // a wait for an event in progress sees the close begun within one slice and lets go
         eventWait.lock();
         try {
             rc = verbs_h.ibv_destroy_cq(cq);

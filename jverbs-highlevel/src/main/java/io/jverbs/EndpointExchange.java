@@ -126,14 +126,14 @@ public final class EndpointExchange {
      */
     public static <T> T exchange(Socket socket, byte[] local, int peerLength, Duration timeout,
                                  Function<byte[], T> parse) throws IOException {
-        timeoutMillis(timeout); // checked before anything is sent
+        long timeoutNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMillis(timeout)); // checked before anything is sent
         OutputStream out = socket.getOutputStream();
         if (local.length <= WRITTEN_AT_ONCE) {
             out.write(local);
             out.flush();
             return parse.apply(readFully(socket, peerLength, timeout));
         }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis(timeout));
+        long deadline = System.nanoTime() + timeoutNanos;
         IOException[] sendFailure = new IOException[1];
         Thread sender = Thread.ofVirtual().name("jverbs-exchange-send").start(() -> {
             try {

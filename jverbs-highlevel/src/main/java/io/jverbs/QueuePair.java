@@ -1871,10 +1871,8 @@ public final class QueuePair extends QueueEndpoint {
     String offerProblem(RemoteBuffer offered) {
         for (Resource r : pd.children()) {
             if (r instanceof RegisteredBuffer b && !b.isClosed() && b.rkey() == offered.rkey()) {
-                long offset = offered.address() - b.address();
-                boolean inside = Long.compareUnsigned(offered.address(), b.address()) >= 0
-                        && Long.compareUnsigned(offset, b.length()) <= 0 && offered.length() <= b.length() - offset;
-                return inside ? null : "its range lies outside " + b;
+                return b.holds(offered.address() - b.address(), offered.length()) ? null
+                        : "its range lies outside " + b;
             }
         }
         for (Resource r : children()) {

@@ -276,10 +276,15 @@ public final class RegisteredBuffer extends Resource {
         return callerMemory && !isClosed() && !memory.scope().isAlive();
     }
 
+    /** Whether {@code [offset, offset + bytes)} lies inside the buffer. */
+    boolean holds(long offset, long bytes) {
+        return (offset | bytes) >= 0 && offset <= length - bytes;
+    }
+
     /** Throws unless open and {@code [offset, offset + bytes)} lies inside; the hot path's check. */
     void checkRange(long offset, long bytes, String operation) {
         checkOpen(operation);
-        if ((offset | bytes) < 0 || offset > length - bytes) {
+        if (!holds(offset, bytes)) {
             throw new IndexOutOfBoundsException(operation + ": local range [" + offset + ", " + offset + " + " + bytes
                     + ") is outside the registered buffer of " + length + " bytes");
         }

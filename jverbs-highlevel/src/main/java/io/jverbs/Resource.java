@@ -30,10 +30,11 @@ public abstract sealed class Resource implements AutoCloseable
     /** Written under the monitor; volatile so {@link #isClosed()} and the posts and polls need no monitor. */
     private volatile boolean closed;
     /**
-     * A close has taken its list of children (guarded by the monitor): no child is adopted after
-     * it, so none outlives this object. Creations adopt under the monitor the destroy takes too.
+     * A close has taken its list of children (written under the monitor): no child is adopted
+     * after it, so none outlives this object. Creations adopt under the monitor the destroy takes
+     * too. Volatile so a wait that does not hold the monitor can see a close begin.
      */
-    private boolean closing;
+    private volatile boolean closing;
     /** Children closed whose native destroy still waits (a completion queue closed from its own handler). */
     private int deferredChildren;
     /** Closed while {@link #deferredChildren} was not 0: the native destroy runs when the last of them is done. */
@@ -89,8 +90,8 @@ public abstract sealed class Resource implements AutoCloseable
     }
 
     /**
-     * Returns whether a close has begun (it may still be closing the children); call under the
-     * monitor.
+     * Returns whether a close has begun (it may still be closing the children). Under the monitor
+     * the answer holds until the monitor is released; without it, it may turn true just after.
      *
      * @return true from the moment a close took its list of children
      */
@@ -155,7 +156,6 @@ public abstract sealed class Resource implements AutoCloseable
             return;
         }
         checkCloser(Thread.currentThread()); // before anything is closed
-        closeRequested();
         List<Resource> toClose;
         synchronized (this) {
             if (closed) {
@@ -284,13 +284,6 @@ public abstract sealed class Resource implements AutoCloseable
 
     /** Runs outside the monitor before the destroy (e.g. closing dependants held elsewhere). */
     void beforeClose() {
-    }
-
-    /**
-     * Runs first in {@link #close()}, before any lock is taken: tells a thread blocked on this
-     * object while holding its monitor to let go, so the close does not wait for that block.
-     */
-    void closeRequested() {
     }
 
     /** Destroys the native object; runs once, under this object's monitor. */
