@@ -544,6 +544,23 @@ public final class CompletionQueue extends Resource {
         }
     }
 
+    /**
+     * Returns the file descriptor of this queue's completion channel, for a loop that waits on
+     * several descriptors at once ({@code poll(2)}, {@code epoll}): it turns readable when an
+     * {@linkplain #armEvents() armed} queue has a completion. After it does, call
+     * {@link #waitForEvent(long) waitForEvent(0)} to take and acknowledge the event (it does not
+     * block then), {@link #poll} the queue, and arm it again. Read nothing from the descriptor
+     * yourself, and do not close it: the queue owns it until {@link #close()}.
+     *
+     * @return the descriptor, valid while the queue is open
+     * @throws IllegalStateException when the queue has no channel or is closed
+     */
+    public int eventFd() {
+        ensureOpen("give its event descriptor");
+        requireChannel();
+        return ibv_comp_channel.fd(channel.reinterpret(ibv_comp_channel.sizeof()));
+    }
+
     private void requireChannel() {
         if (channel.address() == 0) {
             throw new IllegalStateException("this completion queue has no completion channel: create it with"

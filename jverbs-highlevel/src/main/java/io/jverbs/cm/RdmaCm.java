@@ -616,20 +616,41 @@ public final class RdmaCm {
 
     /** Destroys {@code id} (when not NULL), then closes {@code channel} (when not null), on the reaper. */
     static void reap(MemorySegment id, Channel channel) {
+        reap(id, channel, null);
+    }
+
+    /**
+     * Destroys {@code id} (when not NULL), then closes {@code channel} (when not null), on the
+     * reaper; then runs {@code after} (when not null) there.
+     */
+    static void reap(MemorySegment id, Channel channel, Runnable after) {
         if ((id == null || id.address() == 0) && channel == null) {
+            if (after != null) {
+                after.run();
+            }
             return;
         }
         REAPER.execute(() -> {
             try {
-                if (id != null && id.address() != 0) {
-                    rdma_cma_h.rdma_destroy_id(id);
-                }
+                destroy(id, channel);
             } finally {
-                if (channel != null) {
-                    channel.close();
+                if (after != null) {
+                    after.run();
                 }
             }
         });
+    }
+
+    private static void destroy(MemorySegment id, Channel channel) {
+        try {
+            if (id != null && id.address() != 0) {
+                rdma_cma_h.rdma_destroy_id(id);
+            }
+        } finally {
+            if (channel != null) {
+                channel.close();
+            }
+        }
     }
 
     /**
@@ -694,7 +715,7 @@ public final class RdmaCm {
         }
     }
 
-    private static void requireSameDevice(MemorySegment id, String qpDevice) {
+    static void requireSameDevice(MemorySegment id, String qpDevice) {
         MemorySegment verbs = rdma_cm_id.verbs(id.reinterpret(rdma_cm_id.sizeof()));
         String routeDevice = verbs.address() == 0 ? "?" : verbs_h.ibv_get_device_name(
                 ibv_context.device(verbs.reinterpret(ibv_context.sizeof()))).reinterpret(256).getString(0);
@@ -706,6 +727,15 @@ public final class RdmaCm {
 
     /** rdma_init_qp_attr for the target state, then ibv_modify_qp on jverbs' own queue pair. */
     static void moveTo(MemorySegment id, QueuePair qp, int state) {
+        moveTo(id, qp, state, -1);
+    }
+
+    /**
+     * As {@link #moveTo(MemorySegment, QueuePair, int)}, with the remote rights the transition
+     * sets given: at INIT (instead of the queue pair's), or at RTS (where RTR to RTS may change
+     * them); -1 keeps the default (the queue pair's rights at INIT, none set at RTS).
+     */
+    static void moveTo(MemorySegment id, QueuePair qp, int state, int accessFlags) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment attr = arena.allocate(ibv_qp_attr.LAYOUT);
             MemorySegment mask = arena.allocate(ValueLayout.JAVA_INT);
@@ -713,7 +743,7 @@ public final class RdmaCm {
             check("rdma_init_qp_attr", rdma_cma_h.rdma_init_qp_attr(id, attr, mask));
             int m = mask.get(ValueLayout.JAVA_INT, 0);
             if (state == verbs_h.IBV_QPS_INIT) {
-                ibv_qp_attr.qp_access_flags(attr, CORE.connectAccessFlags(qp));
+                ibv_qp_attr.qp_access_flags(attr, accessFlags >= 0 ? accessFlags : CORE.connectAccessFlags(qp));
                 m |= verbs_h.IBV_QP_ACCESS_FLAGS;
             } else if (state == verbs_h.IBV_QPS_RTR) {
                 // The kernel CM leaves min_rnr_timer 0, which encodes the longest RNR wait (655 ms):
@@ -724,6 +754,10 @@ public final class RdmaCm {
                 ibv_qp_attr.timeout(attr, (byte) qp.config().timeout());
                 ibv_qp_attr.retry_cnt(attr, (byte) qp.config().retryCount());
                 ibv_qp_attr.rnr_retry(attr, (byte) qp.config().rnrRetry());
+                if (accessFlags >= 0) {
+                    ibv_qp_attr.qp_access_flags(attr, accessFlags);
+                    m |= verbs_h.IBV_QP_ACCESS_FLAGS;
+                }
             }
             CORE.transition(qp, attr, m);
         }
@@ -748,7 +782,7 @@ public final class RdmaCm {
         return p;
     }
 
-    private static MemorySegment sockaddr(Arena arena, String host, int port) {
+    static MemorySegment sockaddr(Arena arena, String host, int port) {
         if (port < 0 || port > 65535) {
             throw new IllegalArgumentException("port 0..65535, not " + port);
         }
@@ -794,8 +828,12 @@ public final class RdmaCm {
         /** Why the waits must end ({@link #abort}), or null. */
         private volatile String aborted;
 
-        /** One event's fields, copied before the ack; {@code param} is a heap copy of its {@code param} union. */
-        record Event(int type, int status, MemorySegment id, MemorySegment param, byte[] privateData) {
+        /**
+         * One event's fields, copied before the ack; {@code param} is a heap copy of its {@code param}
+         * union; {@code listenId} is the listening id of a connection request (NULL otherwise).
+         */
+        record Event(int type, int status, MemorySegment id, MemorySegment param, byte[] privateData,
+                     MemorySegment listenId) {
         }
 
         private Channel(MemorySegment channel) {
@@ -888,7 +926,7 @@ public final class RdmaCm {
                 byte[] privateData = data.address() == 0 || dataLength == 0 ? new byte[0]
                         : data.reinterpret(dataLength).toArray(ValueLayout.JAVA_BYTE);
                 Event copy = new Event(rdma_cm_event.event(event), rdma_cm_event.status(event), rdma_cm_event.id(event),
-                        param, privateData);
+                        param, privateData, rdma_cm_event.listen_id(event));
                 check("rdma_ack_cm_event", rdma_cma_h.rdma_ack_cm_event(event));
                 return copy;
             }
@@ -949,7 +987,7 @@ public final class RdmaCm {
         };
     }
 
-    private static String hint(int type) {
+    static String hint(int type) {
         return switch (type) {
             case rdma_cma_h.RDMA_CM_EVENT_REJECTED -> ": the peer refused (nothing listens on that port, or it rejected us)";
             case rdma_cma_h.RDMA_CM_EVENT_UNREACHABLE -> ": the peer did not answer the connection request";

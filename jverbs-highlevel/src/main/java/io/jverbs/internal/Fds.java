@@ -18,6 +18,17 @@ public final class Fds {
     private static final MethodHandle POLL = NativeAccess.downcall(Linker.nativeLinker().defaultLookup(), "libc",
             "poll", FunctionDescriptor.of(JAVA_INT, ValueLayout.ADDRESS, JAVA_LONG, JAVA_INT), false);
 
+    private static final MethodHandle EVENTFD = NativeAccess.downcall(Linker.nativeLinker().defaultLookup(), "libc",
+            "eventfd", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), false);
+    private static final MethodHandle WRITE = NativeAccess.downcall(Linker.nativeLinker().defaultLookup(), "libc",
+            "write", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ValueLayout.ADDRESS, JAVA_LONG), false);
+    private static final MethodHandle READ = NativeAccess.downcall(Linker.nativeLinker().defaultLookup(), "libc",
+            "read", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ValueLayout.ADDRESS, JAVA_LONG), false);
+    private static final MethodHandle CLOSE = NativeAccess.downcall(Linker.nativeLinker().defaultLookup(), "libc",
+            "close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), false);
+    /** {@code EFD_NONBLOCK | EFD_CLOEXEC}. */
+    private static final int EFD_FLAGS = 0x800 | 0x80000;
+
     private Fds() {
     }
 
@@ -40,5 +51,96 @@ public final class Fds {
             throw Secrets.core().rethrow(t);
         }
         return ready > 0 && (pollfd.get(ValueLayout.JAVA_SHORT, 6) & 1) != 0;
+    }
+
+    /**
+     * Waits until one of {@code count} descriptors of {@code pollfds} is readable or the timeout
+     * passes (an ordinary, blocking downcall).
+     *
+     * @param pollfds   {@code count * POLLFD_BYTES} bytes of native scratch memory
+     * @param fds       the descriptors
+     * @param count     how many of {@code fds}
+     * @param timeoutMs at most this long (0: look without waiting)
+     * @return bit i set when {@code fds[i]} is readable
+     */
+    public static int readableOf(MemorySegment pollfds, int[] fds, int count, int timeoutMs) {
+        for (int i = 0; i < count; i++) {
+            pollfds.set(ValueLayout.JAVA_INT, i * POLLFD_BYTES, fds[i]);
+            pollfds.set(ValueLayout.JAVA_SHORT, i * POLLFD_BYTES + 4, (short) 1);
+            pollfds.set(ValueLayout.JAVA_SHORT, i * POLLFD_BYTES + 6, (short) 0);
+        }
+        int ready;
+        try {
+            ready = (int) POLL.invokeExact(pollfds, (long) count, timeoutMs);
+        } catch (Throwable t) {
+            throw Secrets.core().rethrow(t);
+        }
+        int mask = 0;
+        for (int i = 0; ready > 0 && i < count; i++) {
+            mask |= (pollfds.get(ValueLayout.JAVA_SHORT, i * POLLFD_BYTES + 6) & 1) << i;
+        }
+        return mask;
+    }
+
+    /**
+     * Makes a non-blocking {@code eventfd(2)}: a descriptor another thread makes readable with
+     * {@link #signal} to wake a {@code poll(2)}.
+     *
+     * @return the descriptor
+     * @throws IllegalStateException when the kernel refuses one
+     */
+    public static int eventFd() {
+        int fd;
+        try {
+            fd = (int) EVENTFD.invokeExact(0, EFD_FLAGS);
+        } catch (Throwable t) {
+            throw Secrets.core().rethrow(t);
+        }
+        if (fd < 0) {
+            throw new IllegalStateException("eventfd failed: the process may be out of file descriptors (ulimit -n)");
+        }
+        return fd;
+    }
+
+    /**
+     * Makes an {@link #eventFd()} readable (adds 1 to its counter).
+     *
+     * @param scratch 8 bytes of native memory the caller owns for this call
+     * @param fd      the descriptor
+     */
+    public static void signal(MemorySegment scratch, int fd) {
+        scratch.set(ValueLayout.JAVA_LONG, 0, 1L);
+        try {
+            long ignored = (long) WRITE.invokeExact(fd, scratch, 8L);
+        } catch (Throwable t) {
+            throw Secrets.core().rethrow(t);
+        }
+    }
+
+    /**
+     * Takes an {@link #eventFd()}'s counter back to 0 (not readable any more).
+     *
+     * @param scratch 8 bytes of native memory the caller owns for this call
+     * @param fd      the descriptor
+     */
+    public static void drain(MemorySegment scratch, int fd) {
+        try {
+            long ignored = (long) READ.invokeExact(fd, scratch, 8L);
+        } catch (Throwable t) {
+            throw Secrets.core().rethrow(t);
+        }
+    }
+
+    /**
+     * Closes a descriptor made by {@link #eventFd()}.
+     *
+     * @param fd the descriptor
+     */
+    public static void close(int fd) {
+        try {
+            int ignored = (int) CLOSE.invokeExact(fd);
+        } catch (Throwable t) {
+            throw Secrets.core().rethrow(t);
+        }
     }
 }

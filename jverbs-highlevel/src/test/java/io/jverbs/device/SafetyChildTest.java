@@ -1167,6 +1167,8 @@ class SafetyChildTest {
             }
         });
 
+        SessionSafetyCases.addTo(CASES);
+
         CASES.put(HALF_OPEN, (lb, d) -> {
             Duration acceptTimeout = Duration.ofSeconds(5);
             try (Context serverCtx = Rdma.open(d.name()); Context clientCtx = Rdma.open(d.name());
