@@ -358,6 +358,42 @@ public final class CompletionQueue extends Resource {
     }
 
     /**
+     * Polls this queue on the calling thread until {@code future} is done or {@code timeout}
+     * passed: the caller-polled form of {@code future.get(timeout)}, for a queue no
+     * {@link Poller} serves. Completions of work posted with the caller's ids go to
+     * {@code handler}. Busy-polls, with {@link Thread#onSpinWait()} between empty polls.
+     *
+     * @param future  a future of work on a queue pair of this queue
+     * @param handler receives completions of work posted with a caller's id, or null
+     * @param timeout the most to poll
+     * @param <T>     the future's value
+     * @return the future's value
+     * @throws java.util.concurrent.ExecutionException when the future failed (its cause: a
+     *         {@link CompletionFailedException}, say)
+     * @throws java.util.concurrent.TimeoutException when it is not done within {@code timeout}
+     * @throws InterruptedException when the thread is interrupted (checked between polls)
+     * @throws IllegalStateException as {@link #poll} (a Poller serves the queue, it is closed)
+     */
+    public <T> T await(java.util.concurrent.CompletableFuture<T> future, CompletionHandler handler,
+                       java.time.Duration timeout)
+            throws java.util.concurrent.ExecutionException, java.util.concurrent.TimeoutException, InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!future.isDone()) {
+            if (poll(handler, MAX_BATCH) == 0) {
+                if (System.nanoTime() - deadline >= 0) {
+                    throw new java.util.concurrent.TimeoutException("not done within " + timeout.toMillis() + " ms of"
+                            + " polling " + this);
+                }
+                if (Thread.interrupted()) {
+                    throw new InterruptedException("interrupted while polling " + this);
+                }
+                Thread.onSpinWait();
+            }
+        }
+        return future.get();
+    }
+
+    /**
      * Returns whether this queue is confined to the thread that created it.
      *
      * @return true when made by {@link Context#createConfinedCompletionQueue}

@@ -108,20 +108,29 @@ public final class EventLoop implements AutoCloseable {
      * @param maxSessionsPerSource  accepted sessions from one IP address, 1 to {@code maxSessions} (default: all)
      * @param maxHandshakes         accepted handshakes under way at once, 1 to 4096 (default 128)
      * @param maxHandshakesPerSource accepted handshakes under way from one IP address (default 32)
-     * @param handshakeTimeout      the most an accepted handshake may take, its last step included (default 2 s)
+     * @param handshakeTimeout      the most an accepted handshake may take, its last step included (default 10 s)
      * @param backlog               the listeners' rdma_cm backlog (default 128)
+     * @param spinBeforeSleep       how long a {@link Idle#SLEEP} loop goes on polling after its last
+     *                              work before it sleeps, 0 to 1 s (default 50 µs): traffic that keeps
+     *                              coming finds it awake; an idle loop still sleeps
      */
     public record Options(Idle idle, int maxSessions, int maxSessionsPerSource, int maxHandshakes,
-                          int maxHandshakesPerSource, Duration handshakeTimeout, int backlog) {
+                          int maxHandshakesPerSource, Duration handshakeTimeout, int backlog,
+                          Duration spinBeforeSleep) {
         /**
          * Validates.
          *
          * @throws IllegalArgumentException when a number is out of range
-         * @throws NullPointerException     when {@code idle} or {@code handshakeTimeout} is null
+         * @throws NullPointerException     when {@code idle}, {@code handshakeTimeout} or
+         *                                  {@code spinBeforeSleep} is null
          */
         public Options {
             Objects.requireNonNull(idle, "idle");
             Objects.requireNonNull(handshakeTimeout, "handshakeTimeout");
+            Objects.requireNonNull(spinBeforeSleep, "spinBeforeSleep");
+            if (spinBeforeSleep.isNegative() || spinBeforeSleep.toMillis() > 1000) {
+                throw new IllegalArgumentException("spinBeforeSleep 0 to 1 s, not " + spinBeforeSleep);
+            }
             if (maxSessions < 1 || maxSessions > 65536) {
                 throw new IllegalArgumentException("maxSessions 1 to 65536, not " + maxSessions);
             }
@@ -145,12 +154,13 @@ public final class EventLoop implements AutoCloseable {
 
         /**
          * The defaults: sleeping, 256 sessions, 128 handshakes under way (32 from one address),
-         * 2 s for a handshake, a backlog of 128.
+         * 10 s for a handshake (a client's first connection in a cold JVM on an emulated host took
+         * 2.2 s), a backlog of 128, 50 µs of polling before the loop sleeps.
          *
          * @return the defaults
          */
         public static Options defaults() {
-            return new Options(Idle.SLEEP, 256, 256, 128, 32, Duration.ofSeconds(2), 128);
+            return new Options(Idle.SLEEP, 256, 256, 128, 32, Duration.ofSeconds(10), 128, Duration.ofNanos(50_000));
         }
 
         /**
@@ -161,7 +171,20 @@ public final class EventLoop implements AutoCloseable {
          */
         public Options idle(Idle how) {
             return new Options(how, maxSessions, maxSessionsPerSource, maxHandshakes, maxHandshakesPerSource,
-                    handshakeTimeout, backlog);
+                    handshakeTimeout, backlog, spinBeforeSleep);
+        }
+
+        /**
+         * Returns a copy that sleeps as {@code how} and, when sleeping, polls {@code spin} after its
+         * last work first.
+         *
+         * @param how  the idle mode
+         * @param spin how long a {@link Idle#SLEEP} loop polls before it sleeps
+         * @return the copy
+         */
+        public Options idle(Idle how, Duration spin) {
+            return new Options(how, maxSessions, maxSessionsPerSource, maxHandshakes, maxHandshakesPerSource,
+                    handshakeTimeout, backlog, spin);
         }
 
         /**
@@ -173,7 +196,7 @@ public final class EventLoop implements AutoCloseable {
          */
         public Options sessions(int total, int perSource) {
             return new Options(idle, total, perSource, maxHandshakes, maxHandshakesPerSource,
-                    handshakeTimeout, backlog);
+                    handshakeTimeout, backlog, spinBeforeSleep);
         }
 
         /**
@@ -185,7 +208,8 @@ public final class EventLoop implements AutoCloseable {
          * @return the copy
          */
         public Options handshakes(int total, int perSource, Duration timeout) {
-            return new Options(idle, maxSessions, maxSessionsPerSource, total, perSource, timeout, backlog);
+            return new Options(idle, maxSessions, maxSessionsPerSource, total, perSource, timeout, backlog,
+                    spinBeforeSleep);
         }
     }
 
@@ -245,6 +269,7 @@ public final class EventLoop implements AutoCloseable {
     // ---- the loop thread's own ----
     private final Map<Long, ArrayDeque<RegisteredBuffer>> ringPool = new HashMap<>();
     private final Map<InetAddress, int[]> perSource = new HashMap<>();
+    private final QpMap byQp = new QpMap();
     private int handshakes;
     private int accepted;
     private int anyUnopened;
@@ -408,16 +433,15 @@ public final class EventLoop implements AutoCloseable {
         Objects.requireNonNull(handler, "handler");
         requireRunning();
         byte[] privateData = encodeOffer(options, Handshake.MAX_CONNECT_BYTES, "a connection request");
-        Session s = newSession(options, handler, false);
+        MemorySegment id = cm.createId();
+        Session s = newSession(options, handler, false, System.nanoTime() + timeout.toNanos(), host + ":" + port,
+                privateData, id);
         if (s == null) {
+            reapId(id);
             return CompletableFuture.failedFuture(new RdmaCmException("this loop serves " + options().maxSessions()
                     + " sessions already (EventLoop.Options.sessions)", RdmaCmException.Reason.LIMIT, 0));
         }
-        s.deadlineNanos = System.nanoTime() + timeout.toNanos();
-        s.pendingRequest = privateData;
-        s.target = host + ":" + port;
         try (Arena a = Arena.ofConfined()) {
-            s.id = cm.createId();
             byId.put(s.id.address(), s);
             anyUnopened = 1;
             MemorySegment addr = RdmaCm.sockaddr(a, host, port);
@@ -432,11 +456,12 @@ public final class EventLoop implements AutoCloseable {
             }
         }
         CompletableFuture<Session> result = s.opened;
-        CompletableFuture.delayedExecutor(timeout.toNanos(), TimeUnit.NANOSECONDS).execute(() -> {
+        java.util.concurrent.ScheduledFuture<?> timer = Timers.schedule(() -> {
             if (!result.isDone()) {
                 requestRelease(s, timedOut(host, port, timeout));
             }
-        });
+        }, timeout);
+        result.whenComplete((r, t) -> timer.cancel(false));
         return result;
     }
 
@@ -543,70 +568,62 @@ public final class EventLoop implements AutoCloseable {
     // ------------------------------------------------------------------ the loop
 
     private void run() {
-        int[] fds = {cq.eventFd(), rdma_event_fd(), wakeFd};
-        long nextSweep = System.nanoTime();
-        int rounds = 0;
+        int[] fds = {cq.eventFd(), rdmaEventFd(), wakeFd};
+        long now = System.nanoTime();
+        long nextSweep = now;
+        long nextLook = now; // when a spinning loop looks at its descriptors next
+        long lastWork = now; // a sleeping loop spins options.spinBeforeSleep() after its last work
+        long spinNanos = options.spinBeforeSleep().toNanos();
         int idleRounds = 0;
         try {
             while (!stopping.get()) {
                 int work = cq.poll(dispatcher, CompletionQueue.MAX_BATCH);
-                work += releasePending();
-                long now = System.nanoTime();
+                if (!releases.isEmpty()) {
+                    work += releasePending();
+                }
+                now = System.nanoTime();
+                if (work > 0) {
+                    lastWork = now;
+                    idleRounds = 0;
+                }
                 if (now - nextSweep >= 0) {
                     sweep(now);
                     nextSweep = now + (anyUnopened != 0 ? 10_000_000L : 200_000_000L);
                 }
-                if (options.idle() == Idle.SLEEP) {
-                    if (work > 0) {
-                        continue;
-                    }
-                    if ((rounds++ & 15) == 0 && (Fds.readableOf(pollFds, fds, 3, 0) & 2) != 0) {
-                        pollCm();
-                        continue;
-                    }
-                    cq.armEvents();
-                    if (cq.poll(dispatcher, CompletionQueue.MAX_BATCH) > 0 || !releases.isEmpty()) {
-                        continue;
-                    }
-                    int waitMs = (int) Math.max(1, Math.min(1000, (nextSweep - System.nanoTime()) / 1_000_000));
-                    int ready = Fds.readableOf(pollFds, fds, 3, waitMs);
-                    if ((ready & 1) != 0) {
-                        cq.waitForEvent(0);
-                    }
-                    if ((ready & 2) != 0) {
-                        pollCm();
-                    }
-                    if ((ready & 4) != 0) {
-                        Fds.drain(drainScratch, wakeFd);
-                    }
-                    continue;
-                }
-                if ((++rounds & 255) == 0 || work == 0 && (idleRounds & 15) == 0) {
-                    int ready = Fds.readableOf(pollFds, fds, 3, 0);
-                    if ((ready & 2) != 0) {
-                        pollCm();
-                    }
-                    if ((ready & 4) != 0) {
-                        Fds.drain(drainScratch, wakeFd);
-                    }
-                    if ((ready & 1) != 0) {
-                        cq.waitForEvent(0); // an event armed by nobody: keep the channel empty
-                    }
+                if (now - nextLook >= 0) {
+                    nextLook = now + 1_000_000L;
+                    take(Fds.readableOf(pollFds, fds, 3, 0));
                 }
                 if (work > 0) {
-                    idleRounds = 0;
-                } else if (options.idle() == Idle.SPIN) {
-                    idleRounds++;
-                    Thread.onSpinWait();
-                } else {
-                    idleRounds++;
-                    if (idleRounds < 100) {
-                        Thread.onSpinWait();
-                    } else if (idleRounds < 110) {
-                        Thread.yield();
-                    } else {
-                        java.util.concurrent.locks.LockSupport.parkNanos(
-                                Math.min(1_000_000L, 1_000L << Math.min(10, idleRounds - 110)));
+                    continue;
+                }
+                switch (options.idle()) {
+                    case SPIN -> Thread.onSpinWait();
+                    case BACKOFF -> {
+                        idleRounds++;
+                        if (idleRounds < 100) {
+                            Thread.onSpinWait();
+                        } else if (idleRounds < 110) {
+                            Thread.yield();
+                        } else {
+                            java.util.concurrent.locks.LockSupport.parkNanos(
+                                    Math.min(1_000_000L, 1_000L << Math.min(10, idleRounds - 110)));
+                        }
+                    }
+                    case SLEEP -> {
+                        if (now - lastWork < spinNanos) {
+                            Thread.onSpinWait();
+                            continue;
+                        }
+                        cq.armEvents();
+                        // a completion that came before the arm raised no event: look once more
+                        if (cq.poll(dispatcher, CompletionQueue.MAX_BATCH) > 0 || !releases.isEmpty()) {
+                            lastWork = System.nanoTime();
+                            continue;
+                        }
+                        int waitMs = (int) Math.max(1, Math.min(1000, (nextSweep - System.nanoTime()) / 1_000_000));
+                        take(Fds.readableOf(pollFds, fds, 3, waitMs));
+                        lastWork = System.nanoTime();
                     }
                 }
             }
@@ -620,7 +637,20 @@ public final class EventLoop implements AutoCloseable {
         }
     }
 
-    private int rdma_event_fd() {
+    /** Acts on the descriptors {@code ready} names: the completion channel's event, rdma_cm events, a wake-up. */
+    private void take(int ready) {
+        if ((ready & 1) != 0) {
+            cq.waitForEvent(0); // takes and acknowledges the event without waiting
+        }
+        if ((ready & 2) != 0) {
+            pollCm();
+        }
+        if ((ready & 4) != 0) {
+            Fds.drain(drainScratch, wakeFd);
+        }
+    }
+
+    private int rdmaEventFd() {
         return io.jverbs.rdmacm.raw.rdma_event_channel.fd(cm.channel.reinterpret(
                 io.jverbs.rdmacm.raw.rdma_event_channel.sizeof()));
     }
@@ -753,7 +783,8 @@ public final class EventLoop implements AutoCloseable {
             refusal = "it serves " + options.maxSessionsPerSource() + " sessions from "
                     + from.getAddress().getHostAddress() + " (EventLoop.Options.sessions)";
         }
-        Session s = refusal == null ? newSession(l.options, l.handler, true) : null;
+        Session s = refusal == null ? newSession(l.options, l.handler, true,
+                System.nanoTime() + options.handshakeTimeout().toNanos(), String.valueOf(from), null, child) : null;
         if (refusal == null && s == null) {
             refusal = "no session slot is free";
         }
@@ -761,10 +792,7 @@ public final class EventLoop implements AutoCloseable {
             reject(child, refusal);
             return;
         }
-        s.id = child;
         s.remote = from;
-        s.target = String.valueOf(from);
-        s.deadlineNanos = System.nanoTime() + options.handshakeTimeout().toNanos();
         byId.put(child.address(), s);
         handshakes++;
         if (from != null) {
@@ -828,6 +856,7 @@ public final class EventLoop implements AutoCloseable {
         QueuePairConfig config = o.configure().apply(QueuePairConfig.rc(cq)
                 .withDepth(o.sendSlots() + o.oneSidedDepth(), o.receiveSlots()));
         s.qp = pd.createQueuePair(config);
+        byQp.put(s.qp.number(), s);
         o.offer().requireGrantedBy(s.qp);
         s.postRing();
     }
@@ -847,7 +876,12 @@ public final class EventLoop implements AutoCloseable {
         }
     }
 
-    private Session newSession(Session.Options o, SessionHandler handler, boolean server) {
+    /**
+     * A session in a free slot of the table, its id, deadline and target set before the loop's
+     * thread can see it there; null when no slot is free.
+     */
+    private Session newSession(Session.Options o, SessionHandler handler, boolean server, long deadlineNanos,
+                               String target, byte[] request, MemorySegment id) {
         Integer index;
         synchronized (freeIndices) {
             index = freeIndices.poll();
@@ -856,6 +890,10 @@ public final class EventLoop implements AutoCloseable {
             return null;
         }
         Session s = new Session(this, index, o, handler, server);
+        s.deadlineNanos = deadlineNanos;
+        s.target = target;
+        s.pendingRequest = request;
+        s.id = id;
         table.set(index, s);
         return s;
     }
@@ -947,15 +985,12 @@ public final class EventLoop implements AutoCloseable {
             s.onRingCompletion(c, wrId);
             return;
         }
-        for (int i = 0; i < table.length(); i++) {
-            Session s = table.get(i);
-            if (s != null && s.qp != null && s.qp.number() == c.qpNumber()) {
-                try {
-                    s.handler.onCompletion(s, c);
-                } catch (RuntimeException | Error e) {
-                    handlerFailed(e);
-                }
-                return;
+        Session s = byQp.get(c.qpNumber());
+        if (s != null) {
+            try {
+                s.handler.onCompletion(s, c);
+            } catch (RuntimeException | Error e) {
+                handlerFailed(e);
             }
         }
     }
@@ -1010,6 +1045,7 @@ public final class EventLoop implements AutoCloseable {
             }
         }
         if (s.qp != null) {
+            byQp.remove(s.qp.number());
             try {
                 s.qp.close();
             } catch (RuntimeException e) {
@@ -1141,6 +1177,82 @@ public final class EventLoop implements AutoCloseable {
             s.handler.onBuffer(s, b);
         } catch (RuntimeException | Error e) {
             handlerFailed(e);
+        }
+    }
+
+    /**
+     * Sessions by queue pair number, for completions of the application's own work: open
+     * addressing on ints, so a lookup allocates nothing. The loop's thread only.
+     */
+    private static final class QpMap {
+        private int[] keys = new int[64];
+        private Session[] values = new Session[64];
+        private int size;
+
+        Session get(int qpn) {
+            int mask = keys.length - 1;
+            for (int i = mix(qpn) & mask; values[i] != null; i = (i + 1) & mask) {
+                if (keys[i] == qpn) {
+                    return values[i];
+                }
+            }
+            return null;
+        }
+
+        void put(int qpn, Session s) {
+            if ((size + 1) * 2 > keys.length) {
+                grow();
+            }
+            int mask = keys.length - 1;
+            int i = mix(qpn) & mask;
+            while (values[i] != null && keys[i] != qpn) {
+                i = (i + 1) & mask;
+            }
+            if (values[i] == null) {
+                size++;
+            }
+            keys[i] = qpn;
+            values[i] = s;
+        }
+
+        void remove(int qpn) {
+            int mask = keys.length - 1;
+            int i = mix(qpn) & mask;
+            while (values[i] != null && keys[i] != qpn) {
+                i = (i + 1) & mask;
+            }
+            if (values[i] == null) {
+                return;
+            }
+            values[i] = null;
+            size--;
+            // shift back the entries that probed past the freed slot
+            for (int j = (i + 1) & mask; values[j] != null; j = (j + 1) & mask) {
+                int home = mix(keys[j]) & mask;
+                if (((j - home) & mask) >= ((j - i) & mask)) {
+                    keys[i] = keys[j];
+                    values[i] = values[j];
+                    values[j] = null;
+                    i = j;
+                }
+            }
+        }
+
+        private void grow() {
+            int[] oldKeys = keys;
+            Session[] oldValues = values;
+            keys = new int[oldKeys.length * 2];
+            values = new Session[oldValues.length * 2];
+            size = 0;
+            for (int i = 0; i < oldKeys.length; i++) {
+                if (oldValues[i] != null) {
+                    put(oldKeys[i], oldValues[i]);
+                }
+            }
+        }
+
+        private static int mix(int qpn) {
+            return qpn * 0x9e3779b9 >>> 7;
         }
     }
 }

@@ -78,17 +78,20 @@ public final class Handshake {
     /**
      * Returns a handshake with the application's bytes and buffers.
      *
-     * @param data    the application's bytes (at most 255, and within the room left by the buffers)
+     * @param data    the application's bytes, within the room left by the buffers: a reply carries
+     *                192 bytes of data with no buffer, a request 52
      * @param buffers remote buffers to open to the peer
      * @return the handshake
-     * @throws IllegalArgumentException when {@code data} is longer than 255 bytes, or with the
-     *                                  buffers exceeds {@value #MAX_ACCEPT_BYTES} bytes (a
+     * @throws IllegalArgumentException when {@code data} with the buffers exceeds {@value #MAX_ACCEPT_BYTES} bytes (a
      *                                  connecting side's limit, {@value #MAX_CONNECT_BYTES}, is
      *                                  checked by {@link Connection#connect} before it sends)
      */
     public static Handshake of(byte[] data, RemoteBuffer... buffers) {
-        if (data.length > 255) {
-            throw new IllegalArgumentException("handshake data is at most 255 bytes, not " + data.length);
+        if (data.length > MAX_ACCEPT_BYTES - HEADER) {
+            throw new IllegalArgumentException("handshake data of " + data.length + " bytes does not fit: a reply"
+                    + " carries at most " + (MAX_ACCEPT_BYTES - HEADER) + " bytes of data, a request "
+                    + (MAX_CONNECT_BYTES - HEADER) + " (each less " + RemoteBuffer.BYTES + " per buffer offered);"
+                    + " send more after the connection is made");
         }
         return made(Arrays.asList(buffers), data);
     }

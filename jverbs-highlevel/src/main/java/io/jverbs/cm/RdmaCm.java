@@ -399,8 +399,8 @@ public final class RdmaCm {
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new RdmaCmException("interrupted while another accept of port " + port + " waited", 0,
-                        Errno.EINTR);
+                throw new RdmaCmException(acceptLock.isLocked() ? "interrupted while another accept of port " + port
+                        + " waited" : "interrupted before the accept of port " + port + " began", 0, Errno.EINTR);
             }
             if (closed) {
                 acceptLock.unlock();
@@ -409,9 +409,50 @@ public final class RdmaCm {
             }
         }
 
+        /**
+         * Waits for one connection request, then makes the queue pair that answers it: nothing is
+         * made for an accept that times out. {@code make} runs on this thread once a request was
+         * taken; when it fails, the request is rejected and its failure thrown.
+         */
+        CmConnection acceptMaking(java.util.function.Supplier<QueuePair> make, Duration timeout, Handshake offer) {
+            byte[] privateData = offer.encode(Handshake.MAX_ACCEPT_BYTES, "the reply to a connection request");
+            if (datagrams) {
+                throw new IllegalStateException("this listener answers datagram resolutions: use acceptDatagram");
+            }
+            long deadline = System.nanoTime() + timeout.toNanos();
+            takeAcceptTurn(deadline);
+            try {
+                if (closed) {
+                    throw new IllegalStateException("listener is closed");
+                }
+                Channel.Event request = admitted(deadline, requester -> true);
+                QueuePair qp;
+                try {
+                    qp = make.get();
+                    requireReliable(qp);
+                    offer.requireGrantedBy(qp);
+                    CORE.requirePrepared(qp);
+                } catch (RuntimeException | Error e) {
+                    rdma_cma_h.rdma_reject(request.id(), MemorySegment.NULL, (byte) 0);
+                    reap(request.id(), null);
+                    throw e;
+                }
+                return handshake(request, qp, deadline, privateData);
+            } finally {
+                acceptLock.unlock();
+                if (closed) {
+                    destroyListener();
+                }
+            }
+        }
+
         private CmConnection acceptLocked(QueuePair qp, long deadline, byte[] privateData,
                                           Predicate<InetSocketAddress> admit) {
-            Channel.Event request = admitted(deadline, admit);
+            return handshake(admitted(deadline, admit), qp, deadline, privateData);
+        }
+
+        /** Connects {@code qp} to a taken request and waits for the client's last step. */
+        private CmConnection handshake(Channel.Event request, QueuePair qp, long deadline, byte[] privateData) {
             MemorySegment child = request.id();
             Channel own = Channel.create();
             handshaking.set(own);
@@ -547,7 +588,16 @@ public final class RdmaCm {
          */
         private Channel.Event admitted(long deadline, Predicate<InetSocketAddress> admit) {
             while (true) {
-                Channel.Event request = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_REQUEST, deadline, "port " + port);
+                Channel.Event request = channel.next(deadline);
+                if (request == null) {
+                    throw new RdmaCmException("no client asked to connect to port " + port + " before the accept's"
+                            + " timeout", RdmaCmException.Reason.TIMEOUT, Errno.ETIMEDOUT);
+                }
+                if (request.type() != rdma_cma_h.RDMA_CM_EVENT_CONNECT_REQUEST) {
+                    throw new RdmaCmException("rdma_cm: " + name(request.type()) + " (status " + request.status()
+                            + ") on the listener of port " + port + " while waiting for a client", request.type(),
+                            Math.abs(request.status()));
+                }
                 MemorySegment child = request.id();
                 boolean admitted = false;
                 try {

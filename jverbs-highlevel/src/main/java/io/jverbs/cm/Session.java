@@ -240,7 +240,11 @@ public final class Session implements AutoCloseable {
     private long lingerUntilNanos;
     /** How long a close waits for the messages sent before it. */
     static final long LINGER_NANOS = 2_000_000_000L;
-    private final ConcurrentHashMap<Long, CompletableFuture<byte[]>> calls = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Long, PendingCall> calls = new ConcurrentHashMap<>();
+
+    /** A call waiting for its reply, and when it gives up. */
+    private record PendingCall(CompletableFuture<byte[]> reply, long deadlineNanos, long timeoutMillis) {
+    }
 
     Session(EventLoop loop, int index, Options options, SessionHandler handler, boolean server) {
         this.loop = loop;
@@ -411,7 +415,9 @@ public final class Session implements AutoCloseable {
      *
      * @param request the bytes (copied before this returns)
      * @param timeout the most the call may take, the wait for a credit included; counted without
-     *                the loop's thread, so a call ends in time even when a handler blocks the loop
+     *                the loop's thread (one timer thread for the process, {@code jverbs-call-timeouts},
+     *                looks every 10 ms while calls wait, and is gone 10 s after the last), so a call
+     *                ends in time (within 10 ms after it) even when a handler blocks the loop
      * @return the reply's bytes; fails with {@link RdmaCmException}: {@code TIMEOUT} after
      *         {@code timeout}, {@code DISCONNECTED} when the session closes first,
      *         {@code REMOTE_FAILURE} when the peer's handler failed or answered with
@@ -425,15 +431,12 @@ public final class Session implements AutoCloseable {
         synchronized (this) {
             callId = nextCallId++;
         }
-        calls.put(callId, reply);
-        reply.whenComplete((r, t) -> calls.remove(callId));
-        long nanos = timeout.toNanos();
-        CompletableFuture.delayedExecutor(nanos, TimeUnit.NANOSECONDS).execute(() -> reply.completeExceptionally(
-                new RdmaCmException("call " + callId + " to " + remote + " got no reply within " + timeout.toMillis()
-                        + " ms", RdmaCmException.Reason.TIMEOUT, io.jverbs.ibverbs.Errno.ETIMEDOUT)));
+        calls.put(callId, new PendingCall(reply, System.nanoTime() + timeout.toNanos(), timeout.toMillis()));
+        Timers.watch(this);
         try {
             sendOrQueue(REQUEST, callId, request, null);
         } catch (RdmaCmException e) {
+            calls.remove(callId);
             reply.completeExceptionally(e);
         }
         return reply;
@@ -729,8 +732,9 @@ public final class Session implements AutoCloseable {
         } else if (kind == REQUEST) {
             loop.callRequest(this, callId, view, length);
         } else if (kind == REPLY || kind == REPLY_ERROR) {
-            CompletableFuture<byte[]> call = calls.remove(callId);
-            if (call != null) {
+            PendingCall pending = calls.remove(callId);
+            if (pending != null) {
+                CompletableFuture<byte[]> call = pending.reply();
                 byte[] body = view.asSlice(0, length).toArray(ValueLayout.JAVA_BYTE);
                 if (kind == REPLY) {
                     call.complete(body);
@@ -797,13 +801,33 @@ public final class Session implements AutoCloseable {
             state = State.CLOSED;
             waiting.clear();
         }
-        for (CompletableFuture<byte[]> call : calls.values()) {
-            call.completeExceptionally(cause);
+        for (PendingCall call : calls.values()) {
+            call.reply().completeExceptionally(cause);
         }
         calls.clear();
         if (opened != null) {
             opened.completeExceptionally(cause);
         }
+    }
+
+    /**
+     * Fails the calls past their deadline (on the timer thread, never the loop's: a blocked
+     * handler does not hold them up).
+     *
+     * @return how many calls still wait
+     */
+    int expireCalls(long now) {
+        for (var e : calls.entrySet()) {
+            PendingCall call = e.getValue();
+            if (now - call.deadlineNanos() >= 0 && calls.remove(e.getKey(), call)) {
+                call.reply().completeExceptionally(new RdmaCmException("call " + e.getKey() + " to " + remote
+                        + " got no reply within " + call.timeoutMillis() + " ms", RdmaCmException.Reason.TIMEOUT,
+                        io.jverbs.ibverbs.Errno.ETIMEDOUT));
+            } else if (call.reply().isDone()) {
+                calls.remove(e.getKey(), call); // completed by its caller (cancelled): nothing will answer it
+            }
+        }
+        return calls.size();
     }
 
     /** Whether a close was asked for (any thread). */
