@@ -89,6 +89,8 @@ public final class EventLoop implements AutoCloseable {
     private static final byte PARAMS_MARK = 0x53; // 'S'
     private static final byte PARAMS_VERSION = 1;
     private static final String REJECT_PREFIX = "jverbs: ";
+    /** Bytes a session's queue pair sends inline (ConnectX and rxe give at least this much). */
+    private static final int INLINE_BYTES = 128;
 
     /** How the loop waits when it has nothing to do. */
     public enum Idle {
@@ -588,7 +590,7 @@ public final class EventLoop implements AutoCloseable {
                 }
                 if (now - nextSweep >= 0) {
                     sweep(now);
-                    nextSweep = now + (anyUnopened != 0 ? 10_000_000L : 200_000_000L);
+                    nextSweep = now + (anyUnopened != 0 ? 10_000_000L : 1_000_000_000L);
                 }
                 if (now - nextLook >= 0) {
                     nextLook = now + 1_000_000L;
@@ -853,8 +855,9 @@ public final class EventLoop implements AutoCloseable {
     private void build(Session s) {
         Session.Options o = s.options;
         s.ring = takeRing(o.ringBytes());
+        // small messages go inline (the header and up to 112 bytes): no DMA read of the send slot
         QueuePairConfig config = o.configure().apply(QueuePairConfig.rc(cq)
-                .withDepth(o.sendSlots() + o.oneSidedDepth(), o.receiveSlots()));
+                .withDepth(o.sendSlots() + o.oneSidedDepth(), o.receiveSlots()).withMaxInlineData(INLINE_BYTES));
         s.qp = pd.createQueuePair(config);
         byQp.put(s.qp.number(), s);
         o.offer().requireGrantedBy(s.qp);

@@ -27,12 +27,15 @@ import java.util.concurrent.TimeUnit;
  * <pre>
  *   ServiceBench server DEVICE IP PORT SLEEP|SPIN   a loop offering 4 KiB, echoing calls; stops when stdin closes
  *   ServiceBench client DEVICE IP PORT SESSIONS IDLE-SECONDS N
+ *   ServiceBench idle DEVICE                           a context and nothing else, until stdin closes
  * </pre>
  * The client opens SESSIONS sessions, stays idle IDLE-SECONDS (the script reads the server's CPU
  * meanwhile), then on its first session measures N 64-byte RDMA Reads (each posted from the
  * completion of the one before, on the client loop's thread) and N 64-byte calls (each made from
- * the reply of the one before), after N/2 unreported of each, and prints their medians in µs:
- * {@code bench-client: read64 MEDIAN p99} and {@code bench-client: call64 MEDIAN p99}.
+ * the reply of the one before) and N 64-byte messages echoed by the server (each sent from the echo
+ * of the one before, with {@link Session#offer}), after N/2 unreported of each, and prints their
+ * medians and 99th percentiles in µs: {@code bench-client: read64 MEDIAN P99}, {@code call64} and
+ * {@code message64}.
  */
 public final class ServiceBench {
     private static final Duration T = Duration.ofSeconds(30);
@@ -43,6 +46,14 @@ public final class ServiceBench {
     public static void main(String[] args) throws Exception {
         if (args[0].equals("server")) {
             server(args[1], args[2], Integer.parseInt(args[3]), EventLoop.Idle.valueOf(args[4]));
+        } else if (args[0].equals("idle")) {
+            try (Context ctx = Rdma.open(args[1])) {
+                ctx.allocateProtectionDomain();
+                System.out.println("bench-idle: open");
+                while (System.in.read() >= 0) {
+                    // until the script closes our stdin
+                }
+            }
         } else {
             client(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), Integer.parseInt(args[5]),
                     Integer.parseInt(args[6]));
@@ -59,6 +70,11 @@ public final class ServiceBench {
                      @Override
                      public void onRequest(Session s, long id, MemorySegment request, int length) {
                          s.reply(id, request.asSlice(0, length));
+                     }
+
+                     @Override
+                     public void onMessage(Session s, MemorySegment message, int length) {
+                         s.offer(message.asSlice(0, length)); // echo
                      }
                  })) {
                 System.out.println("bench-server: listening on " + l.port() + " (" + idle + ")");
@@ -78,7 +94,26 @@ public final class ServiceBench {
             long[] started = {0};
             CountDownLatch readsDone = new CountDownLatch(1);
             RemoteBuffer[] target = new RemoteBuffer[1];
+            long[] echoes = new long[n + n / 2];
+            int[] echoed = {0};
+            CountDownLatch echoesDone = new CountDownLatch(1);
+            MemorySegment ping = MemorySegment.ofArray(new byte[64]);
             SessionHandler reader = new SessionHandler() {
+                @Override
+                public void onMessage(Session s, MemorySegment message, int length) {
+                    long now = System.nanoTime();
+                    echoes[echoed[0]++] = now - started[0];
+                    if (echoed[0] == echoes.length) {
+                        echoesDone.countDown();
+                        return;
+                    }
+                    started[0] = System.nanoTime();
+                    if (s.offer(ping) != Session.OK) {
+                        System.out.println("bench-client: a message was back-pressured");
+                        echoesDone.countDown();
+                    }
+                }
+
                 @Override
                 public void onCompletion(Session s, Completion c) {
                     long now = System.nanoTime();
@@ -121,6 +156,12 @@ public final class ServiceBench {
                     throw new IllegalStateException("the calls did not finish");
                 }
                 print("call64", calls, n);
+                started[0] = System.nanoTime();
+                s.send(ping);
+                if (!echoesDone.await(120, TimeUnit.SECONDS) || echoed[0] < echoes.length) {
+                    throw new IllegalStateException("the messages did not finish: " + echoed[0]);
+                }
+                print("message64", echoes, n);
                 open.forEach(Session::close);
             }
         }

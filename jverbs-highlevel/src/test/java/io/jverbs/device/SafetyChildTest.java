@@ -1333,7 +1333,7 @@ class SafetyChildTest {
     }
 
     /** Asserts that {@code call} throws {@code type} naming {@code part}; the mistake went through when it does not throw. */
-    private static String refused(Class<? extends Throwable> type, String part,
+    static String refused(Class<? extends Throwable> type, String part,
                                   org.junit.jupiter.api.function.Executable call) {
         try {
             call.execute();
@@ -1347,7 +1347,7 @@ class SafetyChildTest {
     }
 
     /** Waits for {@code f} to fail; its cause. A normal completion is unchecked; no end within the wait is a hang. */
-    private static Throwable failureOf(CompletableFuture<?> f) throws InterruptedException {
+    static Throwable failureOf(CompletableFuture<?> f) throws InterruptedException {
         try {
             Object r = f.get(WAIT.toSeconds(), TimeUnit.SECONDS);
             throw new LoopbackChild.Unchecked("completed normally: " + r);

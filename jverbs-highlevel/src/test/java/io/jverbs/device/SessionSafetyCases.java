@@ -14,9 +14,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
+
+import static io.jverbs.device.SafetyChildTest.failureOf;
+import static io.jverbs.device.SafetyChildTest.refused;
 
 /**
  * The {@link SafetyChildTest} cases of the session layer ({@link EventLoop}, {@link Session}): a
@@ -219,29 +220,5 @@ final class SessionSafetyCases {
                 p.close();
             }
         });
-    }
-
-    private static String refused(Class<? extends Throwable> type, String part,
-                                  org.junit.jupiter.api.function.Executable call) {
-        try {
-            call.execute();
-        } catch (Throwable t) {
-            if (!type.isInstance(t) || !String.valueOf(t.getMessage()).contains(part)) {
-                throw new AssertionError("expected " + type.getSimpleName() + " naming '" + part + "', got " + t, t);
-            }
-            return type.getSimpleName() + ": " + t.getMessage();
-        }
-        throw new LoopbackChild.Unchecked("no exception: the call went through");
-    }
-
-    private static Throwable failureOf(CompletableFuture<?> f) throws InterruptedException {
-        try {
-            Object r = f.get(T.toSeconds(), TimeUnit.SECONDS);
-            throw new LoopbackChild.Unchecked("completed normally: " + r);
-        } catch (ExecutionException e) {
-            return e.getCause();
-        } catch (TimeoutException e) {
-            throw new AssertionError("no end within " + T.toSeconds() + " s");
-        }
     }
 }
