@@ -387,9 +387,10 @@ public final class Connection implements AutoCloseable {
         }
 
         /**
-         * Waits for one connection: once a client asks, its own completion queue and queue pair,
-         * the ring's receives posted, the reply carrying the options' offer. An accept that times
-         * out made nothing.
+         * Waits for one connection: its own completion queue and queue pair, the ring's receives
+         * posted, the reply carrying the options' offer. They are made before the wait, so that an
+         * offer the queue pair cannot honour is refused before any client comes (a server that
+         * accepts many clients without this cost is an {@link EventLoop}).
          *
          * @param timeout the most to wait for a client; a client's request taken in time is given at
          *                least {@link RdmaCm.Listener#HANDSHAKE_ALLOWANCE_MS} ms for its handshake
@@ -413,22 +414,17 @@ public final class Connection implements AutoCloseable {
          * @return the connection, with the client's handshake
          * @throws RdmaCmException when no client comes in time or the handshake fails
          * @throws IllegalStateException when the server is closed, or the options' receive ring is
-         *                               posted for another live connection (found once a client
-         *                               asked, which is then rejected)
+         *                               posted for another live connection
          * @throws IllegalArgumentException when the offer does not fit the reply, or offers rights the
          *         queue pair does not give peers ({@link QueuePair#remoteAccess()})
          */
         public Connection accept(Duration timeout, Options options) {
-            Parts[] made = new Parts[1];
+            Parts parts = Parts.open(pd, options);
             try {
-                // the queue pair is made once a client asked: an accept that times out made nothing
-                CmConnection cm = listener.acceptMaking(() -> (made[0] = Parts.open(pd, options)).qp(), timeout,
-                        options.offer());
-                return new Connection(cm, made[0]);
+                CmConnection cm = listener.accept(parts.qp(), timeout, options.offer());
+                return new Connection(cm, parts);
             } catch (RuntimeException | Error e) {
-                if (made[0] != null) {
-                    made[0].close();
-                }
+                parts.close();
                 throw e;
             }
         }

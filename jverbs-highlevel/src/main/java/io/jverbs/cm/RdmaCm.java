@@ -409,43 +409,6 @@ public final class RdmaCm {
             }
         }
 
-        /**
-         * Waits for one connection request, then makes the queue pair that answers it: nothing is
-         * made for an accept that times out. {@code make} runs on this thread once a request was
-         * taken; when it fails, the request is rejected and its failure thrown.
-         */
-        CmConnection acceptMaking(java.util.function.Supplier<QueuePair> make, Duration timeout, Handshake offer) {
-            byte[] privateData = offer.encode(Handshake.MAX_ACCEPT_BYTES, "the reply to a connection request");
-            if (datagrams) {
-                throw new IllegalStateException("this listener answers datagram resolutions: use acceptDatagram");
-            }
-            long deadline = System.nanoTime() + timeout.toNanos();
-            takeAcceptTurn(deadline);
-            try {
-                if (closed) {
-                    throw new IllegalStateException("listener is closed");
-                }
-                Channel.Event request = admitted(deadline, requester -> true);
-                QueuePair qp;
-                try {
-                    qp = make.get();
-                    requireReliable(qp);
-                    offer.requireGrantedBy(qp);
-                    CORE.requirePrepared(qp);
-                } catch (RuntimeException | Error e) {
-                    rdma_cma_h.rdma_reject(request.id(), MemorySegment.NULL, (byte) 0);
-                    reap(request.id(), null);
-                    throw e;
-                }
-                return handshake(request, qp, deadline, privateData);
-            } finally {
-                acceptLock.unlock();
-                if (closed) {
-                    destroyListener();
-                }
-            }
-        }
-
         private CmConnection acceptLocked(QueuePair qp, long deadline, byte[] privateData,
                                           Predicate<InetSocketAddress> admit) {
             return handshake(admitted(deadline, admit), qp, deadline, privateData);

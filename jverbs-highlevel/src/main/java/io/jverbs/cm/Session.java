@@ -1,6 +1,8 @@
 package io.jverbs.cm;
 
+import io.jverbs.Access;
 import io.jverbs.Completion;
+import io.jverbs.MemoryWindow;
 import io.jverbs.QueuePair;
 import io.jverbs.QueuePairConfig;
 import io.jverbs.RegisteredBuffer;
@@ -504,6 +506,33 @@ public final class Session implements AutoCloseable {
     public void offerBuffer(RemoteBuffer buffer) {
         byte[] bytes = buffer.toBytes();
         sendOrQueue(BUFFER, 0, MemorySegment.ofArray(bytes), bytes);
+    }
+
+    /**
+     * Offers the peer one range of a buffer through a type-2 memory window bound to this
+     * session's queue pair: the peer reaches that range only, with {@code rights} only, through
+     * this session only (another session's queue pair presenting the same rkey gets a remote
+     * access error), and only until the window is invalidated
+     * ({@link MemoryWindow#invalidateAsync()}) or the session closes. The buffer needs no remote
+     * rights of its own. See {@link MemoryWindow} for the devices that have windows.
+     *
+     * @param buffer a buffer of the loop's protection domain
+     * @param offset the range's first byte
+     * @param length the range's bytes
+     * @param rights what the peer may do there
+     * @return completes with the window once it is bound and offered (on the loop's thread);
+     *         fails as {@link QueuePair#openWindowAsync(RegisteredBuffer, long, long, Access...)}
+     *         and {@link #offerBuffer} do
+     * @throws UnsupportedOperationException when the device has no type-2 windows
+     * @throws IllegalArgumentException      when the rights or the range are refused
+     * @throws IllegalStateException         before the session is open, or after its close
+     */
+    public CompletableFuture<MemoryWindow> offerWindow(RegisteredBuffer buffer, long offset, long length,
+                                                       Access... rights) {
+        return queuePair().openWindowAsync(buffer, offset, length, rights).thenApply(window -> {
+            offerBuffer(window.remote());
+            return window;
+        });
     }
 
     /**

@@ -21,7 +21,8 @@ import static io.jverbs.device.SafetyChildTest.refused;
 
 /**
  * The {@link SafetyChildTest} cases of the session layer ({@link EventLoop}, {@link Session}): a
- * message larger than a slot, sends and calls after close, credits used up by a peer whose handler
+ * message larger than a slot, a window offered to one session presented by another, sends and
+ * calls after close, credits used up by a peer whose handler
  * does not return, a peer that dies with calls in flight, a handler that throws, a handler that
  * blocks. Each runs in its own child JVM, on the loopback's two contexts: a server loop on one, a
  * client loop on the other.
@@ -68,6 +69,39 @@ final class SessionSafetyCases {
                 byte[] fits = new byte[p.session().maxMessageBytes()];
                 int back = p.session().call(fits, T).get(T.toSeconds(), TimeUnit.SECONDS).length;
                 return send + "; " + call + "; a message of exactly " + fits.length + " bytes came back with " + back;
+            }
+        });
+        cases.put("a window offered to one session reaches nothing through another", (lb, d) -> {
+            io.jverbs.RegisteredBuffer secret = lb.server.pd.allocate(4096); // no remote rights of its own
+            secret.segment().fill((byte) 7);
+            SessionHandler offering = new SessionHandler() {
+                @Override
+                public void onOpen(Session s) {
+                    s.offerWindow(secret, 0, 4096, io.jverbs.Access.REMOTE_READ);
+                }
+            };
+            try (Pair p = Pair.open(lb, d, offering, Session.Options.defaults())) {
+                long deadline = System.nanoTime() + T.toNanos();
+                while (p.session().peerBuffers().isEmpty() && System.nanoTime() < deadline) {
+                    Thread.sleep(5);
+                }
+                if (p.session().peerBuffers().isEmpty()) {
+                    throw new AssertionError("the window never arrived");
+                }
+                io.jverbs.RemoteBuffer window = p.session().peerBuffers().get(0);
+                io.jverbs.RegisteredBuffer local = lb.client.pd.allocate(4096);
+                p.session().queuePair().readAsync(local, 0, 64, window, 0).get(T.toSeconds(), TimeUnit.SECONDS);
+                if (local.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0) != 7) {
+                    throw new AssertionError("the session's own window read wrong bytes");
+                }
+                Session other = p.client().connect(d.ip(), p.listener().port(), Session.Options.defaults(),
+                        new SessionHandler() { }, T);
+                Throwable t = failureOf(other.queuePair().readAsync(local, 64, 64, window, 0));
+                if (local.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 64) == 7) {
+                    throw new LoopbackChild.Unchecked("another session read through the first one's window");
+                }
+                return "the session read its window (rkey 0x" + Integer.toHexString(window.rkey()) + "); another"
+                        + " session of the same server presenting that rkey failed: " + t;
             }
         });
         cases.put("send and call on a session after its close", (lb, d) -> {
