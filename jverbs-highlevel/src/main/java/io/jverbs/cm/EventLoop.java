@@ -355,9 +355,8 @@ public final class EventLoop implements AutoCloseable {
                         + errno + ")" + (errno == 98 ? ": something listens there already (EADDRINUSE)" : "")
                         + (errno == 99 ? ": no RDMA device has that address" : ""), 0, errno);
             }
-            Listener l = new Listener(id, 0, options, handler);
             int bound = Short.toUnsignedInt(Short.reverseBytes(rdma_cma_h.rdma_get_src_port(id)));
-            l = new Listener(id, bound, options, handler);
+            Listener l = new Listener(id, bound, options, handler);
             listeners.put(id.address(), l);
             RdmaCm.check("rdma_listen", rdma_cma_h.rdma_listen(id, this.options.backlog()));
             return l;

@@ -858,9 +858,4 @@ public final class Session implements AutoCloseable {
         }
         return calls.size();
     }
-
-    /** Whether a close was asked for (any thread). */
-    synchronized boolean closeAsked() {
-        return closing;
-    }
 }
