@@ -304,7 +304,7 @@ public final class Session implements AutoCloseable {
     }
 
     /**
-     * Returns the largest message, request or reply this session may send.
+     * Returns the largest message, request or reply the session may send.
      *
      * @return bytes: the smaller slot of the two sides, less the 16-byte header (0 before open)
      */
@@ -340,7 +340,7 @@ public final class Session implements AutoCloseable {
     }
 
     /**
-     * Returns the loop serving this session.
+     * Returns the loop serving the session.
      *
      * @return the loop
      */
@@ -498,7 +498,7 @@ public final class Session implements AutoCloseable {
      * Offers the peer one of this side's buffers after the handshake: its
      * {@link SessionHandler#onBuffer} runs and {@link #peerBuffers()} grows. The rights the peer
      * may use are those of {@code buffer} (a {@link RegisteredBuffer#remote()} or a memory
-     * window's), and what this session's queue pair grants.
+     * window's), and what the session's queue pair grants.
      *
      * @param buffer the buffer and its rights
      * @throws RdmaCmException as {@link #send(MemorySegment)}
@@ -509,9 +509,9 @@ public final class Session implements AutoCloseable {
     }
 
     /**
-     * Offers the peer one range of a buffer through a type-2 memory window bound to this
+     * Offers the peer one range of a buffer through a type-2 memory window bound to the
      * session's queue pair: the peer reaches that range only, with {@code rights} only, through
-     * this session only (another session's queue pair presenting the same rkey gets a remote
+     * the session only (another session's queue pair presenting the same rkey gets a remote
      * access error), and only until the window is invalidated
      * ({@link MemoryWindow#invalidateAsync()}) or the session closes. The buffer needs no remote
      * rights of its own. See {@link MemoryWindow} for the devices that have windows.
@@ -584,7 +584,7 @@ public final class Session implements AutoCloseable {
     private void requireFits(long bytes) {
         int max = maxMessageBytes();
         if (state == State.OPEN && bytes > max) {
-            throw new IllegalArgumentException("a message of " + bytes + " bytes does not fit: this session carries at"
+            throw new IllegalArgumentException("a message of " + bytes + " bytes does not fit: the session carries at"
                     + " most " + max + " (the smaller ring slot of the two sides, " + Math.min(options.slotBytes(),
                     peerSlotBytes) + " bytes, less a " + HEADER + "-byte header); use one-sided RDMA for bulk data,"
                     + " or larger slots (Session.Options.ring)");

@@ -21,7 +21,7 @@ import java.lang.foreign.MemorySegment;
 public interface SessionHandler {
     /**
      * The session is established: both sides may send, call and use each other's buffers. Called
-     * once, before any other method for this session.
+     * once, before any other method for the session.
      *
      * @param session the session
      */
