@@ -59,10 +59,10 @@ import java.util.function.Consumer;
  * }</pre>
  *
  * <h2>Idle</h2>
- * {@link Idle#SLEEP} (the default) waits in {@code poll(2)} on the completion channel, the
- * rdma_cm channel and a wake-up descriptor when nothing is to do: an idle loop costs no CPU, and
- * the first completion after a quiet spell pays one wake-up (a few microseconds natively; under
- * emulation, tens). One-sided RDMA a peer does on this side's memory never wakes it.
+ * {@link Idle#SLEEP} (the default) polls {@link Options#spinBeforeSleep()} past its last work, then
+ * waits in {@code poll(2)} on the completion channel, the rdma_cm channel and a wake-up descriptor;
+ * asleep, it wakes once a second. The first completion after a quiet spell pays one wake-up.
+ * One-sided RDMA a peer does on this side's memory never wakes it.
  * {@link Idle#SPIN} polls without pause (one core, the lowest latency); {@link Idle#BACKOFF}
  * spins, yields, then parks up to a millisecond.
  *
@@ -98,7 +98,7 @@ public final class EventLoop implements AutoCloseable {
         SPIN,
         /** Spins, yields, then parks up to 1 ms: little CPU, up to a millisecond added after a quiet spell. */
         BACKOFF,
-        /** Sleeps on the completion channel: no CPU when idle, one wake-up per quiet spell. */
+        /** Polls briefly after work, then sleeps on the completion channel: one wake-up per quiet spell. */
         SLEEP
     }
 
