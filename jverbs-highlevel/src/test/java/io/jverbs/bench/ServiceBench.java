@@ -35,10 +35,33 @@ import java.util.concurrent.TimeUnit;
  * the reply of the one before) and N 64-byte messages echoed by the server (each sent from the echo
  * of the one before, with {@link Session#offer}), after N/2 unreported of each, and prints their
  * medians and 99th percentiles in µs: {@code bench-client: read64 MEDIAN P99}, {@code call64} and
- * {@code message64}.
+ * {@code message64}, and the bytes the client loop's thread allocated over the measured echoes.
  */
 public final class ServiceBench {
     private static final Duration T = Duration.ofSeconds(30);
+    /**
+     * {@code com.sun.management.ThreadMXBean.getCurrentThreadAllocatedBytes} and its bean, reached
+     * reflectively: this module reads neither java.management nor jdk.management.
+     */
+    private static final java.lang.reflect.Method ALLOCATED;
+    private static final Object THREADS;
+
+    static {
+        try {
+            ALLOCATED = Class.forName("com.sun.management.ThreadMXBean").getMethod("getCurrentThreadAllocatedBytes");
+            THREADS = Class.forName("java.lang.management.ManagementFactory").getMethod("getThreadMXBean").invoke(null);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private static long allocatedNow() {
+        try {
+            return (long) ALLOCATED.invoke(THREADS);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
+    }
 
     private ServiceBench() {
     }
@@ -97,13 +120,19 @@ public final class ServiceBench {
             long[] echoes = new long[n + n / 2];
             int[] echoed = {0};
             CountDownLatch echoesDone = new CountDownLatch(1);
-            MemorySegment ping = MemorySegment.ofArray(new byte[64]);
+            MemorySegment ping = pd.allocate(64).segment();
+            long[] allocatedAtStart = {0};
+            long[] allocated = {0};
             SessionHandler reader = new SessionHandler() {
                 @Override
                 public void onMessage(Session s, MemorySegment message, int length) {
                     long now = System.nanoTime();
                     echoes[echoed[0]++] = now - started[0];
+                    if (echoed[0] == echoes.length - n) {
+                        allocatedAtStart[0] = allocatedNow();
+                    }
                     if (echoed[0] == echoes.length) {
+                        allocated[0] = allocatedNow() - allocatedAtStart[0];
                         echoesDone.countDown();
                         return;
                     }
@@ -162,6 +191,8 @@ public final class ServiceBench {
                     throw new IllegalStateException("the messages did not finish: " + echoed[0]);
                 }
                 print("message64", echoes, n);
+                System.out.println("bench-client: message64 allocated " + allocated[0] + " bytes on the client loop's"
+                        + " thread over " + n + " echoes (offer, receive, credits, completions)");
                 open.forEach(Session::close);
             }
         }
