@@ -679,7 +679,8 @@ public final class EventLoop implements AutoCloseable {
         switch (e.type()) {
             case rdma_cma_h.RDMA_CM_EVENT_ADDR_RESOLVED -> step(s, () -> {
                 RdmaCm.requireSameDevice(s.id, pd.context().name());
-                RdmaCm.check("rdma_resolve_route", rdma_cma_h.rdma_resolve_route(s.id, remainingMs(s)));
+                RdmaCm.check("rdma_resolve_route", rdma_cma_h.rdma_resolve_route(s.id,
+                        RdmaCm.remainingMs(s.deadlineNanos, "resolve the route to " + s.target)));
             });
             case rdma_cma_h.RDMA_CM_EVENT_ROUTE_RESOLVED -> step(s, () -> {
                 RdmaCm.requireSameDevice(s.id, pd.context().name());
@@ -754,15 +755,6 @@ public final class EventLoop implements AutoCloseable {
                     e instanceof IllegalArgumentException ? RdmaCmException.Reason.PROTOCOL : RdmaCmException.Reason.OTHER,
                     0));
         }
-    }
-
-    private int remainingMs(Session s) {
-        long left = (s.deadlineNanos - System.nanoTime()) / 1_000_000;
-        if (left <= 0) {
-            throw new RdmaCmException("no session with " + s.target + " in time", RdmaCmException.Reason.TIMEOUT,
-                    Errno.ETIMEDOUT);
-        }
-        return (int) Math.min(Integer.MAX_VALUE, left);
     }
 
     /** A connection request to one of the listeners: admitted, or rejected with the reason, at once. */

@@ -815,7 +815,7 @@ public final class RdmaCm {
         return sin;
     }
 
-    private static int remainingMs(long deadline, String what) {
+    static int remainingMs(long deadline, String what) {
         long left = (deadline - System.nanoTime()) / 1_000_000;
         if (left <= 0) {
             throw new RdmaCmException("timed out before it could " + what, 0, Errno.ETIMEDOUT);

@@ -41,16 +41,29 @@ public final class Fds {
      * @return true when readable
      */
     public static boolean readable(MemorySegment pollfd, int fd, int timeoutMs) {
-        pollfd.set(ValueLayout.JAVA_INT, 0, fd);
-        pollfd.set(ValueLayout.JAVA_SHORT, 4, (short) 1); // POLLIN
-        pollfd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
-        int ready;
+        watch(pollfd, 0, fd);
+        return poll(pollfd, 1, timeoutMs) > 0 && readable(pollfd, 0);
+    }
+
+    /** Fills entry {@code i} of a {@code struct pollfd} array: {@code fd}, POLLIN, no events yet. */
+    private static void watch(MemorySegment pollfds, int i, int fd) {
+        pollfds.set(ValueLayout.JAVA_INT, i * POLLFD_BYTES, fd);
+        pollfds.set(ValueLayout.JAVA_SHORT, i * POLLFD_BYTES + 4, (short) 1); // POLLIN
+        pollfds.set(ValueLayout.JAVA_SHORT, i * POLLFD_BYTES + 6, (short) 0);
+    }
+
+    /** Whether entry {@code i} came back with POLLIN. */
+    private static boolean readable(MemorySegment pollfds, int i) {
+        return (pollfds.get(ValueLayout.JAVA_SHORT, i * POLLFD_BYTES + 6) & 1) != 0;
+    }
+
+    /** {@code poll(2)} on the first {@code count} entries: how many are ready. */
+    private static int poll(MemorySegment pollfds, int count, int timeoutMs) {
         try {
-            ready = (int) POLL.invokeExact(pollfd, 1L, timeoutMs);
+            return (int) POLL.invokeExact(pollfds, (long) count, timeoutMs);
         } catch (Throwable t) {
             throw Secrets.core().rethrow(t);
         }
-        return ready > 0 && (pollfd.get(ValueLayout.JAVA_SHORT, 6) & 1) != 0;
     }
 
     /**
@@ -65,19 +78,13 @@ public final class Fds {
      */
     public static int readableOf(MemorySegment pollfds, int[] fds, int count, int timeoutMs) {
         for (int i = 0; i < count; i++) {
-            pollfds.set(ValueLayout.JAVA_INT, i * POLLFD_BYTES, fds[i]);
-            pollfds.set(ValueLayout.JAVA_SHORT, i * POLLFD_BYTES + 4, (short) 1);
-            pollfds.set(ValueLayout.JAVA_SHORT, i * POLLFD_BYTES + 6, (short) 0);
-        }
-        int ready;
-        try {
-            ready = (int) POLL.invokeExact(pollfds, (long) count, timeoutMs);
-        } catch (Throwable t) {
-            throw Secrets.core().rethrow(t);
+            watch(pollfds, i, fds[i]);
         }
         int mask = 0;
-        for (int i = 0; ready > 0 && i < count; i++) {
-            mask |= (pollfds.get(ValueLayout.JAVA_SHORT, i * POLLFD_BYTES + 6) & 1) << i;
+        if (poll(pollfds, count, timeoutMs) > 0) {
+            for (int i = 0; i < count; i++) {
+                mask |= readable(pollfds, i) ? 1 << i : 0;
+            }
         }
         return mask;
     }
