@@ -542,6 +542,8 @@ public final class CompletionQueue extends Resource {
      * @return true when an event arrived; false on timeout, or when a close of the queue began
      *         meanwhile (on another thread: it ends the wait within about 50 ms)
      * @throws IllegalStateException when the queue has no channel or is closed
+     * @throws WaitInterruptedException when the thread is interrupted before or during the wait
+     *         (within about 50 ms); its interrupt flag stays set
      * @throws VerbsException when {@code poll(2)} or {@code ibv_get_cq_event} fails
      */
     public boolean waitForEvent(long timeoutMillis) {
@@ -560,6 +562,9 @@ public final class CompletionQueue extends Resource {
             do {
                 if (closeBegun()) {
                     return false;
+                }
+                if (Thread.currentThread().isInterrupted()) {
+                    throw new WaitInterruptedException("waiting for a completion event of " + this);
                 }
                 long leftMillis = Math.max(0, (deadline - System.nanoTime() + 999_999) / 1_000_000);
                 ready = Fds.readable(pollFd, fd, (int) Math.min(leftMillis, EVENT_WAIT_SLICE_MS));

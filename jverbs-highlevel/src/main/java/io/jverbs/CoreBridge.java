@@ -168,6 +168,16 @@ final class CoreBridge implements CoreAccess {
     }
 
     @Override
+    public void bindQuietly(MemoryWindow window) {
+        window.bind(true);
+    }
+
+    @Override
+    public void sendQuietly(QueuePair qp, RegisteredBuffer local, int length) {
+        qp.sendQuietly(local, length);
+    }
+
+    @Override
     public int connectAccessFlags(QueuePair qp) {
         return qp.connectAccessFlags();
     }

@@ -18,7 +18,8 @@ import java.util.concurrent.CompletionException;
  * pair, and only until the window is invalidated or closed; the buffer's own rkey is never sent.
  *
  * <p>Made by {@link QueuePair#openWindowAsync}, which binds the window on the queue pair's send
- * queue ({@code IBV_WR_BIND_MW}). {@link #invalidateAsync()} revokes it there
+ * queue ({@code IBV_WR_BIND_MW}), or by {@link QueuePair#prepareWindow} and then
+ * {@link #bindAsync()}, when the peer must learn the rkey before the queue pair is connected. {@link #invalidateAsync()} revokes it there
  * ({@code IBV_WR_LOCAL_INV}); after that the peer's requests with its rkey fail with a remote
  * access error (and its queue pair with them). {@link #close()} frees the window
  * ({@code ibv_dealloc_mw}), which also revokes it.
@@ -50,6 +51,10 @@ public final class MemoryWindow extends Resource {
     private final int rkey;
     /** Bound on the device and not revoked since. */
     private volatile boolean valid;
+    /** A bind was posted (guarded by this): a window is bound once. */
+    private boolean bindPosted;
+    /** Revoked by an invalidation (guarded by this). */
+    private boolean revoked;
     /** An invalidation is posted and has not completed (guarded by this). */
     private boolean invalidating;
     /** An invalidation failed after it was posted (guarded by this): {@link #invalidating} stays set. */
@@ -96,19 +101,66 @@ public final class MemoryWindow extends Resource {
         return w;
     }
 
-    void bound() {
-        valid = true;
+    /**
+     * Binds the window prepared by {@link QueuePair#prepareWindow} on its queue pair's send queue
+     * ({@code IBV_WR_BIND_MW}), with the rkey and rights it was prepared with. The bind takes
+     * effect on the device in the order of the send queue; the future completes when the queue
+     * pair's completions are polled, as any other future does.
+     *
+     * @return completes with this window once bound; fails as the queue pair's other operations
+     *         do, and then frees the window
+     * @throws IllegalStateException when the window was bound (or a bind was posted) before, is
+     *                               closed, or its queue pair is not connected
+     */
+    public CompletableFuture<MemoryWindow> bindAsync() {
+        return bind(false);
+    }
+
+    /** {@link #bindAsync()} as jverbs' own request, which no deadline fails (a connection server's grant). */
+    CompletableFuture<MemoryWindow> bind(boolean quiet) {
+        ensureOpen("bind it");
+        synchronized (this) {
+            if (bindPosted) {
+                throw new IllegalStateException(this + " was bound before: a window is bound once");
+            }
+            bindPosted = true;
+        }
+        CompletableFuture<WorkResult> posted;
+        try {
+            posted = qp.bind(this, quiet);
+        } catch (RuntimeException | Error e) {
+            close();
+            throw e;
+        }
+        return posted.handle((r, failure) -> {
+            if (failure != null) {
+                close();
+                throw failure instanceof CompletionException ce ? ce : new CompletionException(failure);
+            }
+            valid = true;
+            return this;
+        });
+    }
+
+    /** The rights the window gives. */
+    Set<Access> rights() {
+        return rights;
     }
 
     /**
      * Returns what the peer needs to reach the window's range: its address, length, rkey and
-     * rights. Send it to the peer (in a {@link Handshake}, or as a message).
+     * rights. Send it to the peer (in a {@link Handshake}, or as a message). A window prepared and
+     * not bound yet already has it: the peer's requests fail until the bind completes.
      *
      * @return the window's range as the peer addresses it
      * @throws IllegalStateException when the window was invalidated or closed
      */
     public RemoteBuffer remote() {
-        if (!valid || isClosed()) {
+        boolean gone;
+        synchronized (this) {
+            gone = revoked;
+        }
+        if (gone || isClosed()) {
             throw new IllegalStateException(this + " was " + (isClosed() ? "closed" : "invalidated")
                     + ": it shares nothing any more");
         }
@@ -182,6 +234,7 @@ public final class MemoryWindow extends Resource {
                 if (failure == null) {
                     invalidating = false;
                     valid = false;
+                    revoked = true;
                 } else if (unwrap(failure) instanceof QueueFullException) {
                     invalidating = false; // refused before the device saw it: nothing was posted
                 } else {

@@ -131,6 +131,7 @@ public final class Poller implements AutoCloseable {
                     try {
                         q.armEvents();
                         if (q.poll(handler, 16) == 0) {
+                            Thread.interrupted(); // the poller's own thread: an interrupt a handler left means nothing here
                             q.waitForEvent(SLEEP_SLICE_MS);
                         }
                     } catch (IllegalStateException e) {

@@ -23,6 +23,8 @@ public final class ProtectionDomain extends Resource {
     private final MemorySegment pd;
     /** The remote rights of every buffer registered here so far (guarded by this). */
     private final Set<Access> granted = EnumSet.noneOf(Access.class);
+    /** Buffers registered here get no remote rights of their own (guarded by this). */
+    private boolean windowsOnly;
 
     private ProtectionDomain(Context context, MemorySegment pd) {
         super("protection domain", context);
@@ -166,6 +168,13 @@ public final class ProtectionDomain extends Resource {
         RegisteredBuffer buffer;
         synchronized (this) {
             ensureOpen("register memory");
+            if (windowsOnly && !rights.isEmpty()) {
+                throw new IllegalStateException("protection domain " + this + " grants remote access through memory"
+                        + " windows only (it serves isolated connections): a buffer registered with " + rights
+                        + " would be reachable by every peer of the domain that guesses its rkey; register it"
+                        + " without remote rights and grant it to one connection (Connection.Options.grant,"
+                        + " QueuePair.openWindowAsync), or use a protection domain of its own");
+            }
             // a device with type-2 windows may share a range of any buffer through one (QueuePair.openWindowAsync)
             int windows = context().typeTwoWindows() > 0 ? verbs_h.IBV_ACCESS_MW_BIND : 0;
             mr = InlineVerbs.ibv_reg_mr(pd, memory, memory.byteSize(), Access.flags(rights, !readOnly) | windows);
@@ -189,6 +198,45 @@ public final class ProtectionDomain extends Resource {
      */
     public synchronized Set<Access> grantedRights() {
         return granted.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(granted);
+    }
+
+    /**
+     * From now on, buffers registered in this domain carry no remote rights of their own: a peer
+     * reaches memory of the domain only through a type-2 memory window bound for its queue pair
+     * ({@link QueuePair#openWindowAsync}, {@link QueuePair#prepareWindow}). A buffer's own rkey
+     * reaches every queue pair of its domain, so one peer of a server could guess the rkey of
+     * memory meant for another (on rxe an rkey is the region's index and one random byte); a
+     * window's rkey works only through the queue pair it is bound on. A
+     * {@link io.jverbs.cm.Connection} server calls this on its domain unless told to share it.
+     * Idempotent.
+     *
+     * @throws IllegalStateException when a buffer with remote rights is registered in the domain
+     *                               already (it names the buffer), or the domain is closed
+     */
+    public void windowsOnly() {
+        java.util.List<Resource> kids;
+        synchronized (this) {
+            ensureOpen("restrict remote access to windows");
+            kids = children();
+            for (Resource r : kids) {
+                if (r instanceof RegisteredBuffer b && !b.isClosed() && !b.access().isEmpty()) {
+                    throw new IllegalStateException(b + " of protection domain " + this + " was registered with "
+                            + b.access() + ": every peer of the domain could reach it by its rkey, so the domain"
+                            + " cannot be restricted to windows; register it without remote rights (grant it"
+                            + " per connection) or in another protection domain");
+                }
+            }
+            windowsOnly = true;
+        }
+    }
+
+    /**
+     * Returns whether the domain grants remote access through windows only ({@link #windowsOnly()}).
+     *
+     * @return true once restricted
+     */
+    public synchronized boolean isWindowsOnly() {
+        return windowsOnly;
     }
 
     /** Adds {@code rights} to the domain's; connected queue pairs that follow the domain are widened. */

@@ -143,6 +143,8 @@ public final class QueuePair extends QueueEndpoint {
     }
     private final OperationFuture<?>[] pending;
     private final String[] pendingWhat;
+    /** Slots of jverbs' own requests (a window's bind, a ready message), which no deadline fails. */
+    private final boolean[] pendingQuiet;
     /** When each pending future's request was posted ({@link System#nanoTime()}), for its deadline. */
     private final long[] pendingSince;
     /** The access flags the device has for this queue pair (set at connect, widened with the domain's). */
@@ -178,6 +180,7 @@ public final class QueuePair extends QueueEndpoint {
         int slots = config.maxSendWr() + config.maxRecvWr();
         this.pending = new OperationFuture<?>[slots];
         this.pendingWhat = new String[slots];
+        this.pendingQuiet = new boolean[slots];
         this.pendingSince = new long[slots];
         this.freeSlots = new int[slots];
         for (int i = 0; i < slots; i++) {
@@ -1229,6 +1232,33 @@ public final class QueuePair extends QueueEndpoint {
      */
     public CompletableFuture<MemoryWindow> openWindowAsync(RegisteredBuffer buffer, long offset, long length,
                                                            Access... rights) {
+        ensureOpen("bind a memory window");
+        if (state != State.CONNECTED) {
+            throw notPostable("bind a memory window");
+        }
+        return prepareWindow(buffer, offset, length, rights).bindAsync();
+    }
+
+    /**
+     * Allocates a type-2 memory window over one range of a buffer for this queue pair's peer,
+     * without binding it yet: its rkey ({@link MemoryWindow#rkey()}, {@link MemoryWindow#remote()})
+     * is known now, so it can be told to the peer in a connection's handshake, and the window is
+     * bound once the queue pair is connected ({@link MemoryWindow#bindAsync()}). Until the bind
+     * completes, a peer's request with the rkey fails with a remote access error. This is how a
+     * {@link io.jverbs.cm.Connection} server grants each connection its own windows.
+     *
+     * @param buffer a buffer of this queue pair's protection domain
+     * @param offset the range's first byte in {@code buffer}
+     * @param length the range's bytes, at least 1
+     * @param rights what the peer may do in the range: at least one of {@link Access}
+     * @return the window, allocated and not bound
+     * @throws UnsupportedOperationException when the device has no type-2 windows, or the queue pair is not RC
+     * @throws IllegalArgumentException      as {@link #openWindowAsync(RegisteredBuffer, long, long, Access...)}
+     * @throws IndexOutOfBoundsException     when the range lies outside the buffer
+     * @throws IllegalStateException         when the queue pair is closed
+     * @throws io.jverbs.ibverbs.VerbsException when {@code ibv_alloc_mw} fails
+     */
+    public MemoryWindow prepareWindow(RegisteredBuffer buffer, long offset, long length, Access... rights) {
         String what = "bind a memory window";
         requireReliable(what);
         java.util.Set<Access> wanted = rights.length == 0 ? java.util.EnumSet.noneOf(Access.class)
@@ -1254,28 +1284,28 @@ public final class QueuePair extends QueueEndpoint {
                     + " for the purpose instead");
         }
         ensureOpen(what);
+        pd.grantRemoteAccess(wanted);
+        return MemoryWindow.allocate(this, buffer, buffer.address() + offset, length, wanted);
+    }
+
+    /**
+     * Posts {@code window}'s bind on this send queue ({@code IBV_WR_BIND_MW}); a {@code quiet} one
+     * is jverbs' own, which no deadline fails.
+     */
+    CompletableFuture<WorkResult> bind(MemoryWindow window, boolean quiet) {
+        String what = "bind a memory window";
+        ensureOpen(what);
         if (state != State.CONNECTED) {
             throw notPostable(what);
         }
-        pd.grantRemoteAccess(wanted);
-        MemoryWindow window = MemoryWindow.allocate(this, buffer, buffer.address() + offset, length, wanted);
-        int access = Access.flags(wanted, false);
-        CompletableFuture<WorkResult> bound;
-        try {
-            bound = async(what, id -> postWindowRequest(id, window, buffer, access, true, what));
-        } catch (RuntimeException e) {
-            window.close();
-            throw e;
-        }
-        return bound.handle((r, t) -> {
-            if (t != null) {
-                window.close();
-                throw t instanceof java.util.concurrent.CompletionException ce ? ce
-                        : new java.util.concurrent.CompletionException(t);
-            }
-            window.bound();
-            return window;
-        });
+        int access = Access.flags(window.rights(), false);
+        return async(what, id -> postWindowRequest(id, window, window.buffer(), access, true, what), quiet);
+    }
+
+    /** jverbs' own Send of {@code length} bytes of {@code local}, which no deadline fails. */
+    CompletableFuture<WorkResult> sendQuietly(RegisteredBuffer local, int length) {
+        return async("Send", id -> postSend(id, verbs_h.IBV_WR_SEND, local, 0, length, null, 0, 0, 0, 0, true,
+                "Send"), true);
     }
 
     /** Revokes {@code window}'s binding on this send queue ({@code IBV_WR_LOCAL_INV}). */
@@ -1311,6 +1341,14 @@ public final class QueuePair extends QueueEndpoint {
     }
 
     private CompletableFuture<WorkResult> async(String what, Poster poster) {
+        return async(what, poster, false);
+    }
+
+    /**
+     * Posts through a future slot; a {@code quiet} one is jverbs' own request, which no deadline
+     * fails (a queue the caller does not poll must not put the queue pair in error for it).
+     */
+    private CompletableFuture<WorkResult> async(String what, Poster poster, boolean quiet) {
         CompletionQueue queue = queueOf(what);
         OperationFuture<WorkResult> future = new OperationFuture<>(queue, what);
         synchronized (this) {
@@ -1323,6 +1361,7 @@ public final class QueuePair extends QueueEndpoint {
             int slot = freeSlots[--freeCount];
             pending[slot] = future;
             pendingWhat[slot] = what;
+            pendingQuiet[slot] = quiet;
             pendingSince[slot] = Context.coarseNanos(); // a deadline is good to 100 ms; no clock read per post
             int rc;
             try {
@@ -1344,6 +1383,7 @@ public final class QueuePair extends QueueEndpoint {
     private void releaseSlot(int slot) {
         pending[slot] = null;
         pendingWhat[slot] = null;
+        pendingQuiet[slot] = false;
         freeSlots[freeCount++] = slot;
     }
 
@@ -1386,6 +1426,9 @@ public final class QueuePair extends QueueEndpoint {
         synchronized (this) {
             for (int i = 0; i < pending.length; i++) {
                 OperationFuture<?> f = pending[i];
+                if (pendingQuiet[i]) {
+                    continue;
+                }
                 // a receive waits for the peer's message, which may legitimately take any time: no deadline
                 boolean receive = "Receive".equals(pendingWhat[i]);
                 boolean unattended = receive ? recvUnattended : sendUnattended;
@@ -1871,8 +1914,16 @@ public final class QueuePair extends QueueEndpoint {
     String offerProblem(RemoteBuffer offered) {
         for (Resource r : pd.children()) {
             if (r instanceof RegisteredBuffer b && !b.isClosed() && b.rkey() == offered.rkey()) {
-                return b.holds(offered.address() - b.address(), offered.length()) ? null
-                        : "its range lies outside " + b;
+                if (!b.holds(offered.address() - b.address(), offered.length())) {
+                    return "its range lies outside " + b;
+                }
+                if (!offered.rights().containsAll(b.access())) {
+                    return "the buffer's own rkey gives " + b.access() + ", not the " + offered.rights() + " offered:"
+                            + " a peer that ignores the offer can do all of " + b.access() + " (and reach the whole"
+                            + " buffer); offer what the registration gives, or share it through a window with fewer"
+                            + " rights (QueuePair.openWindowAsync, Connection.Options.grant)";
+                }
+                return null;
             }
         }
         for (Resource r : children()) {

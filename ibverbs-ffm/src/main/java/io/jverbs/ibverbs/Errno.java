@@ -34,6 +34,10 @@ public final class Errno {
     public static final int ENODATA = 61;
     /** Operation not supported by this device or provider. */
     public static final int EOPNOTSUPP = 95;
+    /** Address already in use (an rdma_cm port another listener holds). */
+    public static final int EADDRINUSE = 98;
+    /** Cannot assign requested address (not an address of this host). */
+    public static final int EADDRNOTAVAIL = 99;
     /** Connection timed out. */
     public static final int ETIMEDOUT = 110;
     /** Connection refused. */

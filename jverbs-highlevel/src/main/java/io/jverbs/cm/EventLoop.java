@@ -88,7 +88,6 @@ public final class EventLoop implements AutoCloseable {
     private static final int PARAMS = 8;
     private static final byte PARAMS_MARK = 0x53; // 'S'
     private static final byte PARAMS_VERSION = 1;
-    private static final String REJECT_PREFIX = "jverbs: ";
     /** Bytes a session's queue pair sends inline (ConnectX and rxe give at least this much). */
     private static final int INLINE_BYTES = 128;
 
@@ -641,6 +640,7 @@ public final class EventLoop implements AutoCloseable {
     /** Acts on the descriptors {@code ready} names: the completion channel's event, rdma_cm events, a wake-up. */
     private void take(int ready) {
         if ((ready & 1) != 0) {
+            Thread.interrupted(); // the loop's own thread: an interrupt a handler left means nothing here
             cq.waitForEvent(0); // takes and acknowledges the event without waiting
         }
         if ((ready & 2) != 0) {
@@ -728,16 +728,8 @@ public final class EventLoop implements AutoCloseable {
     }
 
     private RdmaCmException failedEvent(Session s, RdmaCm.Channel.Event e) {
-        String said = "";
-        byte[] data = e.privateData();
-        if (data.length > 0) {
-            String text = new String(data, StandardCharsets.UTF_8);
-            int end = text.indexOf('\0');
-            text = end >= 0 ? text.substring(0, end) : text;
-            if (text.startsWith(REJECT_PREFIX)) {
-                said = ": the listener said \"" + text.substring(REJECT_PREFIX.length()) + "\"";
-            }
-        }
+        String said = RdmaCm.listenerSaid(e.privateData());
+        said = said == null ? "" : said;
         String peer = s.server ? "the client " + s.remote : s.target;
         return new RdmaCmException("rdma_cm: " + RdmaCm.name(e.type()) + " (status " + e.status() + ") from " + peer
                 + (said.isEmpty() ? RdmaCm.hint(e.type()) : said), e.type(), Math.abs(e.status()),
@@ -834,7 +826,7 @@ public final class EventLoop implements AutoCloseable {
     }
 
     private void reject(MemorySegment child, String why) {
-        byte[] text = (REJECT_PREFIX + why).getBytes(StandardCharsets.UTF_8);
+        byte[] text = (RdmaCm.REJECT_PREFIX + why).getBytes(StandardCharsets.UTF_8);
         byte[] data = Arrays.copyOf(text, Math.min(text.length, 140));
         try (Arena a = Arena.ofConfined()) {
             rdma_cma_h.rdma_reject(child, a.allocateFrom(java.lang.foreign.ValueLayout.JAVA_BYTE, data), (byte) data.length);

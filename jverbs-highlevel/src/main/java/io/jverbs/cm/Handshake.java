@@ -37,14 +37,33 @@ public final class Handshake {
     private static final int HEADER = 4;
     private static final byte MARK = 0x4a; // 'J'
     private static final byte VERSION = 1;
+    /** The version byte of a reply after which the accepting side sends a ready message. */
+    private static final byte VERSION_READY = 2;
     private static final Handshake EMPTY = new Handshake(List.of(), new byte[0]);
 
     private final List<RemoteBuffer> buffers;
     private final byte[] data;
+    /** The accepting side sends one message once its queue pair takes requests (see {@link Connection}). */
+    private final boolean readyFollows;
 
     private Handshake(List<RemoteBuffer> buffers, byte[] data) {
+        this(buffers, data, false);
+    }
+
+    private Handshake(List<RemoteBuffer> buffers, byte[] data, boolean readyFollows) {
         this.buffers = List.copyOf(buffers);
         this.data = data.clone();
+        this.readyFollows = readyFollows;
+    }
+
+    /** This handshake, telling the peer that a ready message follows the connection's establishment. */
+    Handshake withReadyFollows() {
+        return new Handshake(buffers, data, true);
+    }
+
+    /** Whether the peer sends a ready message once its queue pair takes requests. */
+    boolean readyFollows() {
+        return readyFollows;
     }
 
     /** A handshake the application made: it must fit at least a reply's private data. */
@@ -120,7 +139,7 @@ public final class Handshake {
      * @return 0 for the empty handshake, else the header, the buffers and the data
      */
     public int encodedBytes() {
-        return this == EMPTY || buffers.isEmpty() && data.length == 0 ? 0
+        return this == EMPTY || buffers.isEmpty() && data.length == 0 && !readyFollows ? 0
                 : HEADER + buffers.size() * RemoteBuffer.BYTES + data.length;
     }
 
@@ -132,7 +151,7 @@ public final class Handshake {
         }
         requireFits(limit, where);
         ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.BIG_ENDIAN);
-        b.put(MARK).put(VERSION).put((byte) buffers.size()).put((byte) data.length);
+        b.put(MARK).put(readyFollows ? VERSION_READY : VERSION).put((byte) buffers.size()).put((byte) data.length);
         for (RemoteBuffer r : buffers) {
             CORE.writeRemote(r, b);
         }
@@ -160,6 +179,10 @@ public final class Handshake {
         Set<Access> granted = qp.remoteAccess();
         for (RemoteBuffer r : buffers) {
             String problem = CORE.offerProblem(qp, r);
+            if (problem != null && problem.startsWith("the buffer's own rkey")) {
+                throw new IllegalArgumentException("the handshake offers " + r + " to a peer of queue pair "
+                        + qp.number() + ", but " + problem);
+            }
             if (problem != null) {
                 throw new IllegalArgumentException("the handshake offers " + r + ", which a peer of queue pair "
                         + qp.number() + " cannot use: " + problem + ". A peer's request would fail with a remote"
@@ -180,7 +203,8 @@ public final class Handshake {
             return EMPTY;
         }
         ByteBuffer b = ByteBuffer.wrap(privateData).order(ByteOrder.BIG_ENDIAN);
-        if (privateData.length < HEADER || b.get() != MARK || b.get() != VERSION) {
+        byte version = privateData.length < HEADER || b.get() != MARK ? 0 : b.get();
+        if (version != VERSION && version != VERSION_READY) {
             return new Handshake(List.of(), privateData);
         }
         int n = b.get() & 0xff;
@@ -198,7 +222,7 @@ public final class Handshake {
         }
         byte[] data = new byte[u];
         b.get(data);
-        return new Handshake(buffers, data);
+        return new Handshake(buffers, data, version == VERSION_READY);
     }
 
     @Override

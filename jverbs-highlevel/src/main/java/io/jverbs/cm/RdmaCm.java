@@ -106,11 +106,25 @@ public final class RdmaCm {
      *         rights the queue pair does not give peers ({@link QueuePair#remoteAccess()})
      */
     public static CmConnection connect(QueuePair qp, String host, int port, Duration timeout, Handshake offer) {
+        return connect(qp, host, port, System.nanoTime() + timeout.toNanos(), offer);
+    }
+
+    /** {@link #connect(QueuePair, String, int, Duration, Handshake)} within a deadline ({@link System#nanoTime()}). */
+    static CmConnection connect(QueuePair qp, String host, int port, long deadline, Handshake offer) {
+        return connect(qp, host, port, deadline, offer, null);
+    }
+
+    /**
+     * As {@link #connect(QueuePair, String, int, long, Handshake)}; {@code onReply}, when not null,
+     * is given the listener's reply before the queue pair can take a request of the peer (receives
+     * posted there are the first the peer's sends find).
+     */
+    static CmConnection connect(QueuePair qp, String host, int port, long deadline, Handshake offer,
+                                java.util.function.Consumer<Handshake> onReply) {
         byte[] privateData = offer.encode(Handshake.MAX_CONNECT_BYTES, "a connection request");
         CORE.requirePrepared(qp);
         requireReliable(qp);
         offer.requireGrantedBy(qp);
-        long deadline = System.nanoTime() + timeout.toNanos();
         Channel channel = Channel.create();
         MemorySegment id = MemorySegment.NULL;
         try (Arena arena = Arena.ofConfined()) {
@@ -120,11 +134,15 @@ public final class RdmaCm {
             MemorySegment param = connParam(arena, qp, privateData);
             check("rdma_connect", rdma_cma_h.rdma_connect(id, param));
             Channel.Event reply = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_RESPONSE, deadline, host + ":" + port);
+            Handshake theirs = Handshake.decode(reply.privateData());
+            if (onReply != null) {
+                onReply.accept(theirs);
+            }
             moveTo(id, qp, verbs_h.IBV_QPS_RTR);
             moveTo(id, qp, verbs_h.IBV_QPS_RTS);
             check("rdma_establish", rdma_cma_h.rdma_establish(id));
             CORE.markConnected(qp);
-            return new CmConnection(qp, id, channel, Handshake.decode(reply.privateData()));
+            return new CmConnection(qp, id, channel, theirs);
         } catch (RuntimeException | Error e) {
             CORE.abandonConnect(qp); // the device may have moved it on: it must not answer the peer
             reap(id, channel);
@@ -201,7 +219,7 @@ public final class RdmaCm {
      * @throws RdmaCmException when binding or listening fails (EADDRINUSE, EADDRNOTAVAIL, …)
      */
     public static Listener listenDatagrams(String host, int port) {
-        return listen(host, port, rdma_cma_h.RDMA_PS_UDP);
+        return listen(host, port, rdma_cma_h.RDMA_PS_UDP, 16);
     }
 
     /**
@@ -213,16 +231,34 @@ public final class RdmaCm {
      * @throws RdmaCmException when binding or listening fails (EADDRINUSE, EADDRNOTAVAIL, …)
      */
     public static Listener listen(String host, int port) {
-        return listen(host, port, rdma_cma_h.RDMA_PS_TCP);
+        return listen(host, port, rdma_cma_h.RDMA_PS_TCP, 16);
     }
 
-    private static Listener listen(String host, int port, int portSpace) {
+    /** {@link #listen(String, int)} with the kernel's queue of requests not yet taken {@code backlog} long. */
+    static Listener listen(String host, int port, int backlog) {
+        return listen(host, port, rdma_cma_h.RDMA_PS_TCP, backlog);
+    }
+
+    private static Listener listen(String host, int port, int portSpace, int backlog) {
         Channel channel = Channel.create();
         MemorySegment id = MemorySegment.NULL;
         try (Arena arena = Arena.ofConfined()) {
             id = channel.createId(portSpace);
-            check("rdma_bind_addr", rdma_cma_h.rdma_bind_addr(id, sockaddr(arena, host, port)));
-            check("rdma_listen", rdma_cma_h.rdma_listen(id, 16));
+            int rc = rdma_cma_h.rdma_bind_addr(id, sockaddr(arena, host, port));
+            if (rc != 0) {
+                int errno = Native.lastErrno();
+                String hint = switch (errno) {
+                    case Errno.EADDRINUSE -> ": another rdma_cm listener (this process or another) holds " + host + ":"
+                            + port + "; choose another port, or 0 for a free one";
+                    case Errno.EADDRNOTAVAIL -> ": " + host + " is no address of this host; give the IP address of an"
+                            + " RDMA device's interface (rdma link show)";
+                    case Errno.EACCES -> ": ports below 1024 need privilege";
+                    default -> "";
+                };
+                throw new RdmaCmException("rdma_bind_addr(" + host + ":" + port + ") failed: " + Errno.name(errno)
+                        + " (" + errno + ")" + hint, 0, errno);
+            }
+            check("rdma_listen", rdma_cma_h.rdma_listen(id, backlog));
             int bound = port(id, false);
             return new Listener(id, channel, bound, portSpace == rdma_cma_h.RDMA_PS_UDP);
         } catch (RuntimeException | Error e) {
@@ -271,6 +307,65 @@ public final class RdmaCm {
          */
         public int port() {
             return port;
+        }
+
+        /** What runs, under the accept turn, before the listener's id and channel are destroyed. */
+        private volatile Runnable beforeDestroy;
+        /** Destroys of ids of this listener's channel that have not finished (its channel outlives them). */
+        private final java.util.concurrent.atomic.AtomicInteger childDestroys = new java.util.concurrent.atomic.AtomicInteger();
+
+        MemorySegment id() {
+            return id;
+        }
+
+        Channel events() {
+            return channel;
+        }
+
+        boolean isClosed() {
+            return closed;
+        }
+
+        void beforeDestroy(Runnable hook) {
+            beforeDestroy = hook;
+        }
+
+        /** Takes the accept turn within the deadline ({@link #leaveTurn()} gives it back). */
+        void enterTurn(long deadline) {
+            takeAcceptTurn(deadline);
+        }
+
+        void leaveTurn() {
+            acceptLock.unlock();
+            if (closed) {
+                destroyListener();
+            }
+        }
+
+        /** Replies to a connection request of this listener with {@code qp} and {@code privateData}. */
+        void acceptRequest(MemorySegment child, QueuePair qp, byte[] privateData) {
+            try (Arena arena = Arena.ofConfined()) {
+                check("rdma_accept", rdma_cma_h.rdma_accept(child, connParam(arena, qp, privateData)));
+            }
+        }
+
+        /** Rejects a request of this listener, telling the client why, and destroys its id. */
+        void reject(MemorySegment child, String why) {
+            byte[] text = (REJECT_PREFIX + why).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            byte[] data = java.util.Arrays.copyOf(text, Math.min(text.length, 140));
+            try (Arena a = Arena.ofConfined()) {
+                rdma_cma_h.rdma_reject(child, a.allocateFrom(ValueLayout.JAVA_BYTE, data), (byte) data.length);
+            }
+            dropRequest(child);
+        }
+
+        /**
+         * Destroys the id of a request of this listener on the reaper (after a reply, the destroy
+         * cancels it and rejects the client); the listener's channel is closed only after it.
+         */
+        void dropRequest(MemorySegment child) {
+            childDestroys.incrementAndGet();
+            reap(child, null, childDestroys::decrementAndGet);
         }
 
         /** The least time an accept gives the handshake of a request it took, whatever its timeout left. */
@@ -424,9 +519,10 @@ public final class RdmaCm {
                 requireOpenDuringHandshake(null);
                 check("rdma_migrate_id", rdma_cma_h.rdma_migrate_id(child, own.channel));
                 requireSameDevice(child, CORE.contextName(qp.config().sendQueue()));
-                moveTo(child, qp, verbs_h.IBV_QPS_INIT);
-                moveTo(child, qp, verbs_h.IBV_QPS_RTR);
-                moveTo(child, qp, verbs_h.IBV_QPS_RTS);
+                // No request of the peer is taken and no right granted until its last step: INIT
+                // without rights (the device drops what the peer sends, and the peer's device
+                // retries it), RTR and RTS with the rights once ESTABLISHED.
+                moveTo(child, qp, verbs_h.IBV_QPS_INIT, 0);
                 check("rdma_accept", rdma_cma_h.rdma_accept(child, connParam(arena, qp, privateData)));
                 replied = true;
                 // A request taken just before the deadline still gets its handshake: failing it would
@@ -434,6 +530,8 @@ public final class RdmaCm {
                 long handshakeDeadline = Math.max(deadline, System.nanoTime() + HANDSHAKE_ALLOWANCE_MS * 1_000_000L);
                 own.expect(rdma_cma_h.RDMA_CM_EVENT_ESTABLISHED, handshakeDeadline, "the connecting peer");
                 requireOpenDuringHandshake(own); // past this, a close leaves the connection alone
+                moveTo(child, qp, verbs_h.IBV_QPS_RTR);
+                moveTo(child, qp, verbs_h.IBV_QPS_RTS, CORE.connectAccessFlags(qp));
                 CORE.markConnected(qp);
                 return new CmConnection(qp, child, own, Handshake.decode(request.privateData()));
             } catch (RuntimeException | Error e) {
@@ -604,7 +702,20 @@ public final class RdmaCm {
 
         private void destroyListener() {
             if (destroyed.compareAndSet(false, true)) {
-                reap(id, channel);
+                Runnable hook = beforeDestroy;
+                try {
+                    if (hook != null) {
+                        hook.run();
+                    }
+                } finally {
+                    REAPER.execute(() -> {
+                        // the ids of requests still being destroyed use the channel: it goes after them
+                        while (childDestroys.get() > 0) {
+                            java.util.concurrent.locks.LockSupport.parkNanos(10_000_000L);
+                        }
+                        destroy(id, channel);
+                    });
+                }
             }
         }
     }
@@ -956,9 +1067,10 @@ public final class RdmaCm {
                 // where a lost request is UNREACHABLE with -ETIMEDOUT; only UNSUPPORTED (1), nothing
                 // listens on that port, is a refusal a client may retry
                 boolean sidr = e.type() == rdma_cma_h.RDMA_CM_EVENT_UNREACHABLE && e.status() > 0;
+                String said = listenerSaid(e.privateData());
                 throw new RdmaCmException("rdma_cm: " + name(e.type()) + " (status " + e.status() + ") from " + peer
-                        + " while waiting for " + name(type) + (sidr ? sidrHint(e.status()) : hint(e.type())), e.type(),
-                        sidr ? 0 : Math.abs(e.status()), sidr && e.status() == 1);
+                        + " while waiting for " + name(type) + (said != null ? said : sidr ? sidrHint(e.status())
+                        : hint(e.type())), e.type(), sidr ? 0 : Math.abs(e.status()), sidr && e.status() == 1);
             }
             return e;
         }
@@ -982,6 +1094,21 @@ public final class RdmaCm {
                     + ": rdma_cm connects RC queue pairs only; connect a UC queue pair with its Endpoint"
                     + " (QueuePair.connect, EndpointExchange)");
         }
+    }
+
+    /** What a jverbs listener's rejection says: the text after the prefix. */
+    static final String REJECT_PREFIX = "jverbs: ";
+
+    /** {@code ": the listener said \"…\""} for a jverbs listener's rejection, else null. */
+    static String listenerSaid(byte[] privateData) {
+        if (privateData == null || privateData.length == 0) {
+            return null;
+        }
+        String text = new String(privateData, java.nio.charset.StandardCharsets.UTF_8);
+        int end = text.indexOf('\0');
+        text = end >= 0 ? text.substring(0, end) : text;
+        return text.startsWith(REJECT_PREFIX) ? ": the listener said \"" + text.substring(REJECT_PREFIX.length()) + "\""
+                : null;
     }
 
     static String name(int type) {

@@ -303,6 +303,24 @@ public interface CoreAccess {
     int connectAccessFlags(QueuePair qp);
 
     /**
+     * Binds a prepared window as jverbs' own request: no deadline fails it, whether or not the
+     * caller polls the queue.
+     *
+     * @param window the window, prepared on a connected queue pair
+     */
+    void bindQuietly(io.jverbs.MemoryWindow window);
+
+    /**
+     * Sends {@code length} bytes of {@code local} on {@code qp} as jverbs' own request, which no
+     * deadline fails.
+     *
+     * @param qp     a connected queue pair
+     * @param local  the source, of the queue pair's domain
+     * @param length the bytes
+     */
+    void sendQuietly(QueuePair qp, io.jverbs.RegisteredBuffer local, int length);
+
+    /**
      * Modifies {@code qp} ({@code ibv_modify_qp}) under its lock.
      *
      * @param qp   the queue pair

@@ -18,10 +18,21 @@ import java.time.Duration;
 public final class HalfOpenCmClient implements AutoCloseable {
     private final RdmaCm.Channel channel;
     private final MemorySegment id;
+    private final Handshake reply;
 
-    private HalfOpenCmClient(RdmaCm.Channel channel, MemorySegment id) {
+    private HalfOpenCmClient(RdmaCm.Channel channel, MemorySegment id, Handshake reply) {
         this.channel = channel;
         this.id = id;
+        this.reply = reply;
+    }
+
+    /**
+     * Returns what the listener said in its reply.
+     *
+     * @return its handshake (the buffers it offered or granted)
+     */
+    public Handshake reply() {
+        return reply;
     }
 
     /**
@@ -42,11 +53,12 @@ public final class HalfOpenCmClient implements AutoCloseable {
             RdmaCm.resolveRoute(channel, id, arena, host, port, deadline, Secrets.core().contextName(qp.config().sendQueue()));
             RdmaCm.moveTo(id, qp, verbs_h.IBV_QPS_INIT);
             RdmaCm.check("rdma_connect", rdma_cma_h.rdma_connect(id, RdmaCm.connParam(arena, qp)));
-            channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_RESPONSE, deadline, host + ":" + port);
+            RdmaCm.Channel.Event answer = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_RESPONSE, deadline,
+                    host + ":" + port);
             RdmaCm.moveTo(id, qp, verbs_h.IBV_QPS_RTR);
             RdmaCm.moveTo(id, qp, verbs_h.IBV_QPS_RTS);
             Secrets.core().markConnected(qp); // and no rdma_establish: the listener never hears the last step
-            return new HalfOpenCmClient(channel, id);
+            return new HalfOpenCmClient(channel, id, Handshake.decode(answer.privateData()));
         } catch (RuntimeException e) {
             RdmaCm.reap(id, channel);
             throw e;

@@ -24,6 +24,7 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -44,12 +45,13 @@ class ConnectionTest {
         int port = 20000 + (int) (ProcessHandle.current().pid() % 20000);
         try (Context serverCtx = Rdma.open(device.name()); Context clientCtx = Rdma.open(device.name())) {
             ProtectionDomain spd = serverCtx.allocateProtectionDomain();
-            RegisteredBuffer region = spd.allocate(64 * 1024, Access.REMOTE_WRITE);
+            RegisteredBuffer region = spd.allocate(64 * 1024);
             RegisteredBuffer ring = spd.allocate(8 * 256);
             CountDownLatch received = new CountDownLatch(1);
             int[] receivedBytes = {-1};
             Connection.Options serverOptions = Connection.Options.defaults()
-                    .offer(Handshake.of("kv".getBytes(StandardCharsets.UTF_8), region.remote()))
+                    .offer(Handshake.of("kv".getBytes(StandardCharsets.UTF_8)))
+                    .grant(region, Access.REMOTE_WRITE)
                     .receiveRing(ring, 256)
                     .polling(IdleStrategy.busySpin(), c -> {
                         if (c.isReceive() && c.isSuccess()) {
@@ -70,7 +72,9 @@ class ConnectionTest {
                  Connection client = clientSide.get(T.toSeconds(), TimeUnit.SECONDS)) {
                 assertEquals(1, client.peerBuffers().size(), "the server's region came with the connection");
                 RemoteBuffer peer = client.peerBuffers().get(0);
-                assertEquals(region.remote(), peer);
+                assertEquals(region.address(), peer.address(), "the window covers the granted buffer");
+                assertEquals(region.length(), peer.length());
+                assertNotEquals(region.rkey(), peer.rkey(), "a window's rkey, not the buffer's own");
                 assertEquals(EnumSet.of(Access.REMOTE_WRITE), peer.rights());
                 assertEquals("kv", new String(client.peerData(), StandardCharsets.UTF_8));
 

@@ -60,6 +60,8 @@ class SafetyChildTest {
     private static final Duration WAIT = Duration.ofSeconds(20);
     private static final String READY = "safety-ready";
     private static final String OK = "safety-ok: ";
+    /** For cases about other things, on the loopback's domain, whose buffers have remote rights of their own. */
+    private static final Connection.Policy SHARED = Connection.Policy.defaults().isolation(Connection.Isolation.SHARED_DOMAIN);
     private static final String UNCHECKED = "safety-unchecked: ";
     private static final String DONE = "safety-done";
 
@@ -377,7 +379,7 @@ class SafetyChildTest {
                 }
             };
             try (Connection.Server server = Connection.listen(lb.server.pd, d.ip(), 0,
-                    Connection.Options.defaults().configure(c -> config(c, d)).depth(8, 8))) {
+                    Connection.Options.defaults().configure(c -> config(c, d)).depth(8, 8), SHARED)) {
                 CompletableFuture<Connection> accepted = CompletableFuture.supplyAsync(() -> server.accept(WAIT));
                 Connection client = Connection.connect(lb.client.pd, d.ip(), server.port(),
                         Connection.Options.defaults().configure(c -> config(c, d)).depth(8, 8)
@@ -480,7 +482,7 @@ class SafetyChildTest {
             RegisteredBuffer ring = lb.server.pd.allocate(4 * 256);
             Connection.Options options = Connection.Options.defaults().configure(c -> config(c, d)).depth(8, 8)
                     .receiveRing(ring, 256).callerPolls();
-            try (Connection.Server server = Connection.listen(lb.server.pd, d.ip(), 0, options)) {
+            try (Connection.Server server = Connection.listen(lb.server.pd, d.ip(), 0, options, SHARED)) {
                 Connection.Options client = Connection.Options.defaults().configure(c -> config(c, d)).depth(8, 8)
                         .callerPolls();
                 CompletableFuture<Connection> first = CompletableFuture.supplyAsync(() -> server.accept(WAIT));
@@ -956,8 +958,8 @@ class SafetyChildTest {
         CASES.put("virtual threads waiting in accept leave carriers to a connecting one", (lb, d) -> {
             System.setProperty("jdk.virtualThreadScheduler.parallelism", "2"); // before the first virtual thread
             Connection.Options options = Connection.Options.defaults().configure(c -> config(c, d)).depth(8, 8);
-            try (Connection.Server first = Connection.listen(lb.server.pd, d.ip(), 0, options);
-                 Connection.Server second = Connection.listen(lb.server.pd, d.ip(), 0, options);
+            try (Connection.Server first = Connection.listen(lb.server.pd, d.ip(), 0, options, SHARED);
+                 Connection.Server second = Connection.listen(lb.server.pd, d.ip(), 0, options, SHARED);
                  java.util.concurrent.ExecutorService virtual = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
                 java.util.concurrent.Future<Connection> a1 = virtual.submit(() -> first.accept(Duration.ofSeconds(15)));
                 java.util.concurrent.Future<Connection> a2 = virtual.submit(() -> second.accept(Duration.ofSeconds(15)));
@@ -1115,7 +1117,7 @@ class SafetyChildTest {
             Connection.Options readsOnly = Connection.Options.defaults().depth(8, 8)
                     .configure(c -> config(c, d).withRemoteAccess(Access.REMOTE_READ))
                     .offer(io.jverbs.cm.Handshake.offering(offered.remote()));
-            try (Connection.Server server = Connection.listen(lb.server.pd, d.ip(), 0, readsOnly)) {
+            try (Connection.Server server = Connection.listen(lb.server.pd, d.ip(), 0, readsOnly, SHARED)) {
                 long start = System.nanoTime();
                 String r = refused(IllegalArgumentException.class, "lets a peer do only", () -> server.accept(WAIT));
                 return r + " (in " + (System.nanoTime() - start) / 1_000_000 + " ms, before any client came)";
@@ -1125,7 +1127,7 @@ class SafetyChildTest {
             RegisteredBuffer foreign = lb.client.pd.allocate(4096, Access.REMOTE_WRITE);
             Connection.Options options = Connection.Options.defaults().depth(8, 8).configure(c -> config(c, d))
                     .offer(io.jverbs.cm.Handshake.offering(foreign.remote()));
-            try (Connection.Server server = Connection.listen(lb.server.pd, d.ip(), 0, options)) {
+            try (Connection.Server server = Connection.listen(lb.server.pd, d.ip(), 0, options, SHARED)) {
                 return refused(IllegalArgumentException.class, "cannot use", () -> server.accept(WAIT));
             }
         });
@@ -1168,6 +1170,7 @@ class SafetyChildTest {
         });
 
         SessionSafetyCases.addTo(CASES);
+        MultiClientSafetyCases.addTo(CASES);
 
         CASES.put(HALF_OPEN, (lb, d) -> {
             Duration acceptTimeout = Duration.ofSeconds(5);

@@ -13,7 +13,6 @@ import io.jverbs.Rdma;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.cm.Connection;
-import io.jverbs.cm.Handshake;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -63,8 +62,8 @@ public final class WriteReadExample {
     }
 
     private static void serve(ProtectionDomain pd, String ip, int port) throws InterruptedException {
-        RegisteredBuffer region = pd.allocate(4096, Access.REMOTE_WRITE, Access.REMOTE_READ);
-        var options = Connection.Options.defaults().offer(Handshake.offering(region.remote()));
+        RegisteredBuffer region = pd.allocate(4096);
+        var options = Connection.Options.defaults().grant(region, Access.REMOTE_WRITE, Access.REMOTE_READ);
         try (Connection.Server server = Connection.listen(pd, ip, port, options)) {
             System.out.println("server: listening on " + ip + ":" + server.port());
             try (Connection c = server.accept(Duration.ofSeconds(120))) {

@@ -15,11 +15,10 @@ public final class FirstWrite {
         int port = Integer.parseInt(args[3]);
         try (Context ctx = Rdma.open(args[0])) {                                      // open
             ProtectionDomain pd = ctx.allocateProtectionDomain();
-            RegisteredBuffer buf = server ? pd.allocate(4096, Access.REMOTE_WRITE)     // register
-                                          : pd.allocate(4096);
+            RegisteredBuffer buf = pd.allocate(4096);                                 // register
             if (server) {
                 var options = Connection.Options.defaults()
-                        .offer(Handshake.offering(buf.remote()));                     // sent in the handshake
+                        .grant(buf, Access.REMOTE_WRITE);                             // this client's window
                 try (Connection.Server listener = Connection.listen(pd, ip, port, options);
                      Connection c = listener.accept(Duration.ofSeconds(60))) {        // connect
                     c.awaitDisconnect(Duration.ofSeconds(60));                        // the client is done
