@@ -2,43 +2,45 @@ package io.jverbs.perftest;
 
 import com.sun.net.httpserver.Authenticator;
 import com.sun.net.httpserver.BasicAuthenticator;
+import com.sun.net.httpserver.HttpContext;
+import com.sun.net.httpserver.HttpHandler;
+import com.sun.net.httpserver.HttpServer;
 import com.sun.net.httpserver.HttpsConfigurator;
-import io.prometheus.metrics.exporter.httpserver.HTTPServer;
+import com.sun.net.httpserver.HttpsServer;
+import io.prometheus.metrics.exporter.httpserver.DefaultHandler;
+import io.prometheus.metrics.exporter.httpserver.HealthyHandler;
+import io.prometheus.metrics.exporter.httpserver.MetricsHandler;
 import io.prometheus.metrics.model.registry.PrometheusRegistry;
 
 import javax.net.ssl.SSLContext;
 import java.io.IOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
-import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 
 /**
- * The exporter's HTTP(S) server: the official Prometheus client's {@link HTTPServer} on one
- * address, with its own bounded pool of worker threads and the JDK server's request timeout
- * shortened, so that clients which open connections and send part of a request cannot hold up a
- * scrape.
+ * The exporter's HTTP(S) server: the JDK's server ({@code com.sun.net.httpserver}) on one address
+ * with the official Prometheus client's handlers ({@link MetricsHandler} on {@code /metrics},
+ * {@link HealthyHandler} on {@code /-/healthy}, {@link DefaultHandler} on {@code /}), made here
+ * rather than by the client's {@code HTTPServer}, whose listen backlog (3) cannot be changed.
  *
- * <p>The JDK's server ({@code com.sun.net.httpserver}) reads a request on a worker thread, and
- * reads its timeouts from system properties once, when the first server of the JVM is made.
- * Prometheus' {@code HTTPServer} sets {@code sun.net.httpserver.maxReqTime} to 60 s in its static
- * initialiser unless it is set already, and its default pool has 10 threads: 10 connections that
- * each send half a request line then hold every worker for a minute. This class sets, before
- * {@code HTTPServer} is initialised and only where the JVM was not given a value ({@code -D}):
- * {@value #REQUEST_TIMEOUT_SECONDS} s to receive a request ({@code sun.net.httpserver.maxReqTime},
- * whole seconds), {@value #RESPONSE_TIMEOUT_SECONDS} s to send a response
- * ({@code sun.net.httpserver.maxRspTime}), checked every {@value #TIMER_MILLIS} ms
- * ({@code sun.net.httpserver.timerMillis}). In a JVM that already made a
- * {@code com.sun.net.httpserver} server before, the JDK kept the values of that moment. The pool
- * has {@value #THREADS} threads and room for {@value #QUEUE} waiting requests; a connection that
- * finds both full is closed at once.
+ * <p>Slow clients cannot hold up a scrape. The JDK's server reads a request on a worker thread
+ * from the moment its first byte arrives; here every request gets a virtual thread of its own
+ * (a parked one costs a few hundred bytes), so a thousand connections that each send part of a
+ * request wait beside the scrapes instead of in front of them. The listen backlog is
+ * {@value #BACKLOG}. The JDK server's timeouts are read from system properties once, when the
+ * first server of the JVM is made; this class sets, only where the JVM was not given a value
+ * ({@code -D}): {@value #REQUEST_TIMEOUT_SECONDS} s to receive a request
+ * ({@code sun.net.httpserver.maxReqTime}, whole seconds), {@value #RESPONSE_TIMEOUT_SECONDS} s to
+ * send a response ({@code maxRspTime}), checked every {@value #TIMER_MILLIS} ms
+ * ({@code timerMillis}), and an idle connection closed after {@value #IDLE_SECONDS} s
+ * ({@code idleInterval}). A connection past its time is closed by the server.
  *
  * <p>Thread-safety: {@link #close()} may be called from any thread, more than once.
  */
@@ -46,22 +48,23 @@ final class ExporterServer implements AutoCloseable {
     static final int REQUEST_TIMEOUT_SECONDS = 2;
     static final int RESPONSE_TIMEOUT_SECONDS = 10;
     static final int TIMER_MILLIS = 250;
-    static final int THREADS = 32;
-    static final int QUEUE = 32;
+    static final int IDLE_SECONDS = 10;
+    static final int BACKLOG = 1024;
 
     static {
         setUnlessGiven("sun.net.httpserver.maxReqTime", Integer.toString(REQUEST_TIMEOUT_SECONDS));
         setUnlessGiven("sun.net.httpserver.maxRspTime", Integer.toString(RESPONSE_TIMEOUT_SECONDS));
         setUnlessGiven("sun.net.httpserver.timerMillis", Integer.toString(TIMER_MILLIS));
+        setUnlessGiven("sun.net.httpserver.idleInterval", Integer.toString(IDLE_SECONDS));
     }
 
-    private final HTTPServer server;
-    private final ThreadPoolExecutor workers;
+    private final HttpServer server;
+    private final ExecutorService workers;
     private final InetAddress address;
     private final boolean tls;
     private final java.util.concurrent.atomic.AtomicBoolean closed = new java.util.concurrent.atomic.AtomicBoolean();
 
-    private ExporterServer(HTTPServer server, ThreadPoolExecutor workers, InetAddress address, boolean tls) {
+    private ExporterServer(HttpServer server, ExecutorService workers, InetAddress address, boolean tls) {
         this.server = server;
         this.workers = workers;
         this.address = address;
@@ -88,28 +91,36 @@ final class ExporterServer implements AutoCloseable {
      */
     static ExporterServer start(InetAddress address, int port, PrometheusRegistry registry, Authenticator authenticator,
                                 SSLContext tls) throws IOException {
-        ThreadPoolExecutor workers = new ThreadPoolExecutor(THREADS, THREADS, 30, TimeUnit.SECONDS,
-                new ArrayBlockingQueue<>(QUEUE), daemonThreads(), new ThreadPoolExecutor.AbortPolicy());
-        workers.allowCoreThreadTimeOut(true);
-        HTTPServer.Builder builder = HTTPServer.builder().inetAddress(address).port(port).registry(registry)
-                .executorService(workers);
-        if (authenticator != null) {
-            builder.authenticator(authenticator);
-        }
+        InetSocketAddress where = new InetSocketAddress(address, port);
+        HttpServer server;
         if (tls != null) {
-            builder.httpsConfigurator(new HttpsConfigurator(tls));
+            HttpsServer https = HttpsServer.create(where, BACKLOG);
+            https.setHttpsConfigurator(new HttpsConfigurator(tls));
+            server = https;
+        } else {
+            server = HttpServer.create(where, BACKLOG);
         }
+        ExecutorService workers = Executors.newThreadPerTaskExecutor(
+                Thread.ofVirtual().name("jverbs-exporter-http-", 1).factory());
         try {
-            return new ExporterServer(builder.buildAndStart(), workers, address, tls != null);
-        } catch (IOException | RuntimeException e) {
+            context(server, "/metrics", new MetricsHandler(registry), authenticator);
+            context(server, "/-/healthy", new HealthyHandler(), authenticator);
+            context(server, "/", new DefaultHandler("/metrics"), authenticator);
+            server.setExecutor(workers);
+            server.start();
+            return new ExporterServer(server, workers, address, tls != null);
+        } catch (RuntimeException e) {
+            server.stop(0);
             workers.shutdownNow();
             throw e;
         }
     }
 
-    private static ThreadFactory daemonThreads() {
-        AtomicInteger n = new AtomicInteger();
-        return r -> Thread.ofPlatform().daemon(true).name("jverbs-exporter-http-" + n.incrementAndGet()).unstarted(r);
+    private static void context(HttpServer server, String path, HttpHandler handler, Authenticator authenticator) {
+        HttpContext context = server.createContext(path, handler);
+        if (authenticator != null) {
+            context.setAuthenticator(authenticator);
+        }
     }
 
     /**
@@ -144,7 +155,7 @@ final class ExporterServer implements AutoCloseable {
 
     /** @return the port listened on */
     int port() {
-        return server.getPort();
+        return server.getAddress().getPort();
     }
 
     /** @return the address listened on */
@@ -188,7 +199,7 @@ final class ExporterServer implements AutoCloseable {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
-            server.close();
+            server.stop(0);
             workers.shutdownNow();
         }
     }

@@ -161,6 +161,92 @@ class ExporterTest {
     }
 
     /**
+     * A slowloris: 1,000 connections that each send part of a request line and nothing more,
+     * reopened as the server closes them (its request timeout), while 50 scrapes run. Every scrape
+     * must succeed.
+     */
+    @Test
+    @Timeout(180)
+    void aThousandSlowConnectionsFailNoScrape() throws Exception {
+        long fds = ((com.sun.management.UnixOperatingSystemMXBean)
+                java.lang.management.ManagementFactory.getOperatingSystemMXBean()).getMaxFileDescriptorCount();
+        assertTrue(fds >= 2_500, "this test holds 1,000 connections (2,000 descriptors in one JVM); raise the limit"
+                + " of open files (ulimit -n, now " + fds + ")");
+        int held = 1_000;
+        List<Socket> slow = java.util.Collections.synchronizedList(new ArrayList<>());
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        java.util.concurrent.atomic.AtomicInteger opened = new java.util.concurrent.atomic.AtomicInteger();
+        try (ExporterServer s = start(); HttpClient http = http()) {
+            Thread attacker = Thread.ofPlatform().daemon(true).start(() -> {
+                while (!stop.get()) {
+                    synchronized (slow) {
+                        slow.removeIf(k -> {
+                            try {
+                                k.getOutputStream().write(' '); // one more byte now and then, as a slowloris does
+                                return false;
+                            } catch (IOException closedByServer) {
+                                try {
+                                    k.close();
+                                } catch (IOException ignored) {
+                                    // gone already
+                                }
+                                return true;
+                            }
+                        });
+                    }
+                    while (slow.size() < held && !stop.get()) {
+                        try {
+                            Socket k = new Socket(InetAddress.getLoopbackAddress(), s.port());
+                            k.getOutputStream().write("GET /metr".getBytes(StandardCharsets.US_ASCII));
+                            slow.add(k);
+                            opened.incrementAndGet();
+                        } catch (IOException refused) {
+                            break;
+                        }
+                    }
+                    try {
+                        Thread.sleep(200);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                }
+            });
+            long until = System.nanoTime() + 30_000_000_000L;
+            while (slow.size() < held && System.nanoTime() < until) {
+                Thread.sleep(50);
+            }
+            assertTrue(slow.size() >= held, "only " + slow.size() + " slow connections opened");
+            int failures = 0;
+            long worst = 0;
+            for (int i = 0; i < 50; i++) {
+                long t0 = System.nanoTime();
+                try {
+                    HttpResponse<String> r = get(http, s.metricsUri(), null);
+                    if (r.statusCode() != 200 || sample(SENT, r.body()) != 1000) {
+                        failures++;
+                    }
+                } catch (IOException e) {
+                    failures++;
+                }
+                worst = Math.max(worst, (System.nanoTime() - t0) / 1_000_000);
+                Thread.sleep(100);
+            }
+            stop.set(true);
+            attacker.join(5_000);
+            System.out.println("exporter: 50 scrapes beside " + held + " slow connections (" + opened.get()
+                    + " opened in all): " + failures + " failed, the slowest took " + worst + " ms");
+            assertEquals(0, failures, "scrapes failed beside " + held + " slow connections");
+        } finally {
+            stop.set(true);
+            synchronized (slow) {
+                for (Socket k : slow) {
+                    k.close();
+                }
+            }
+        }
+    }
+
+    /**
      * In a JVM of its own, as the command runs (the JDK's server reads its timeouts once per
      * JVM): a connection that sends half a request line is closed after the request timeout
      * (2 s), not the 60 s the Prometheus client would set.
