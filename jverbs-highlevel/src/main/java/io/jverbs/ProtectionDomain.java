@@ -267,6 +267,11 @@ public final class ProtectionDomain extends Resource {
      * @return the hint, or null when the failure is not that one
      */
     static String regionHint(int errno, long bytes, boolean softRoce) {
+        if (errno == io.jverbs.ibverbs.Errno.EFAULT) {
+            return "the kernel could not pin the memory's pages: the segment must be mapped, readable memory of"
+                    + " this process (not a file mapping that was truncated, not memory unmapped meanwhile); register"
+                    + " memory from an Arena, or ProtectionDomain.allocate";
+        }
         if (errno != io.jverbs.ibverbs.Errno.ENOMEM || bytes <= RXE_REGION_LIMIT || !softRoce) {
             return null;
         }

@@ -50,12 +50,17 @@ public record CounterSnapshot(String device, int port, Instant time, long nanoTi
      *
      * @param earlier a snapshot of the same device and port taken before this one
      * @return the delta
-     * @throws IllegalArgumentException when {@code earlier} is of another device or port
+     * @throws IllegalArgumentException when {@code earlier} is of another device or port, or was
+     *                                  taken after this one (the delta would run backwards)
      */
     public CounterDelta since(CounterSnapshot earlier) {
         if (!earlier.device.equals(device) || earlier.port != port) {
             throw new IllegalArgumentException("a delta needs two snapshots of one port: " + earlier.device + "/"
                     + earlier.port + " and " + device + "/" + port);
+        }
+        if (earlier.nanoTime - nanoTime > 0) {
+            throw new IllegalArgumentException("the snapshot given as earlier was taken "
+                    + (earlier.nanoTime - nanoTime) / 1_000_000 + " ms after this one: call later.since(earlier)");
         }
         List<CounterDelta.Change> changes = new java.util.ArrayList<>();
         for (Counter now : counters) {

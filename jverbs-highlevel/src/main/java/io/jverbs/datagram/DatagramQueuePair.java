@@ -691,6 +691,11 @@ public final class DatagramQueuePair extends QueueEndpoint {
     /** ibv_create_ah's failure; when this queue pair holds many handles, the likely cause (rxe says EINVAL). */
     private VerbsException addressHandleRefused(int errno) {
         int held = destinations.size();
+        if (errno == io.jverbs.ibverbs.Errno.ETIMEDOUT) {
+            return new VerbsException("ibv_create_ah", errno, "the peer's address did not resolve to a link-layer"
+                    + " (MAC) address in time: RoCE sends to a neighbour the kernel knows; check that the peer's IP"
+                    + " is reachable on this device's network interface (ping it, ip neigh)");
+        }
         return held < 1024 ? VerbsException.of("ibv_create_ah", errno) : new VerbsException("ibv_create_ah", errno,
                 "this queue pair holds " + held + " address handles: the device may hold no more (its max_ah);"
                         + " close the destinations no longer needed");

@@ -110,8 +110,12 @@ class RdmaCountersTest {
         assertEquals(List.of("completer_retry_err", "sent_pkts"), d.moved().stream().map(CounterDelta.Change::name).toList());
         assertEquals(250, d.change("sent_pkts").orElseThrow().delta());
         assertEquals(7, d.change("completer_retry_err").orElseThrow().delta());
-        CounterDelta m = counters.snapshot("mlx5_0", 1).since(counters.snapshot("mlx5_0", 1));
-        assertTrue(m.moved().isEmpty());
+        CounterSnapshot first = counters.snapshot("mlx5_0", 1);
+        CounterSnapshot second = counters.snapshot("mlx5_0", 1);
+        assertTrue(second.since(first).moved().isEmpty());
+        IllegalArgumentException backwards = assertThrows(IllegalArgumentException.class, () -> first.since(second),
+                "a delta from snapshots in the wrong order would run backwards");
+        assertTrue(backwards.getMessage().contains("later.since(earlier)"), backwards.getMessage());
         CounterSnapshot mBefore = RdmaCounters.sysfs(root).snapshot("mlx5_0", 1);
         FakeSysfs.set(root, "mlx5_0", 1, "counters", "port_rcv_data", 250);
         assertEquals(400, counters.snapshot("mlx5_0", 1).since(mBefore).change("port_rcv_data").orElseThrow().delta(),
