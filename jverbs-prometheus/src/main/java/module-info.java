@@ -7,6 +7,6 @@
  */
 module io.jverbs.prometheus {
     requires transitive io.jverbs.highlevel;
-    requires transitive io.prometheus.metrics.model;
+    requires io.prometheus.metrics.model; // an automatic module: a service that registers the collector requires it itself
     exports io.jverbs.prometheus;
 }

@@ -171,6 +171,11 @@ class DatagramTest {
             try (io.jverbs.cm.RdmaCm.Listener probe = io.jverbs.cm.RdmaCm.listenDatagrams(device.ip(), 0)) {
                 freePort = probe.port();
             }
+            // close() returns at once and the id is destroyed on the reaper: the port is free once it is
+            long freed = System.nanoTime() + 10_000_000_000L;
+            while (io.jverbs.cm.RdmaCm.pendingDestroys() > 0 && System.nanoTime() < freed) {
+                Thread.sleep(20);
+            }
             long start = System.nanoTime();
             io.jverbs.cm.RdmaCmException nobody = assertThrows(io.jverbs.cm.RdmaCmException.class,
                     () -> io.jverbs.cm.RdmaCm.connectDatagram(client, device.ip(), freePort, java.time.Duration.ofSeconds(10)));

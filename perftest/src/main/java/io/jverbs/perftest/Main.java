@@ -10,10 +10,19 @@ import picocli.CommandLine.Command;
  * (peer, device, threshold) or its command line is one C refuses too; 2 a command line only jverbs
  * refuses (its own options' values, what it does not implement, the exporter's options).
  */
-@Command(name = "jverbs-perftest", mixinStandardHelpOptions = true, version = "jverbs-perftest 0.1 (perftest wire version "
-        + Oob.VERSION + ")", description = "RDMA bandwidth and latency tests on jverbs, interoperable with the C perftest"
+@Command(name = "jverbs-perftest", mixinStandardHelpOptions = true, versionProvider = Main.Version.class, description = "RDMA bandwidth and latency tests on jverbs, interoperable with the C perftest"
         + " (ib_write_bw, ...).", subcommandsRepeatable = false)
 public final class Main implements Runnable {
+    /** {@code --version}: the jar's Implementation-Version, and the perftest wire version it speaks. */
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String v = Main.class.getPackage().getImplementationVersion();
+            return new String[] {"jverbs-perftest " + (v == null ? "(classes outside a jar: no version)" : v)
+                    + " (perftest wire version " + Oob.VERSION + ")"};
+        }
+    }
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 

@@ -44,6 +44,7 @@ public final class NativeAccess {
      */
     public static SymbolLookup load(String soname, String debianPackage) {
         return LIBRARIES.computeIfAbsent(soname, name -> {
+            checkArchitecture(System.getProperty("os.name"), System.getProperty("os.arch"));
             checkNativeAccess();
             try {
                 return SymbolLookup.libraryLookup(name, Arena.global());
@@ -57,6 +58,26 @@ public final class NativeAccess {
                 throw nativeAccessDenied(e);
             }
         });
+    }
+
+    /** Where the generated layouts were made and checked against the C compiler (ibverbs-ffm's layout test). */
+    static final java.util.Set<String> CHECKED_ARCHITECTURES = java.util.Set.of("amd64", "x86_64");
+
+    /**
+     * Refuses to load rdma-core where jverbs' generated struct layouts were never checked: they
+     * were generated from the x86-64 headers, and another ABI may place fields elsewhere, so a
+     * call would read or write the wrong bytes.
+     *
+     * @param os   the {@code os.name} property
+     * @param arch the {@code os.arch} property
+     * @throws UnsupportedOperationException on another OS or architecture, naming the checked ones
+     */
+    static void checkArchitecture(String os, String arch) {
+        if (!"Linux".equals(os) || !CHECKED_ARCHITECTURES.contains(arch)) {
+            throw new UnsupportedOperationException("jverbs runs on Linux x86-64 (amd64) only, where its generated"
+                    + " struct layouts were checked against the C headers; this is " + os + " " + arch + ". Another"
+                    + " architecture needs the generator (scripts/build/gen-bindings) and the layout test run on it first");
+        }
     }
 
     /**
