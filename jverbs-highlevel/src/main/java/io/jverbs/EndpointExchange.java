@@ -55,19 +55,32 @@ public final class EndpointExchange {
      * @param server  a bound server socket
      * @param timeout how long to wait for the peer
      * @return the accepted socket, with {@code timeout} as its read timeout
-     * @throws IOException when no peer comes within the timeout
+     * @throws IOException when no peer comes within the timeout ({@link java.io.InterruptedIOException}
+     *                     when the thread is interrupted, within about 100 ms; its flag stays set)
      * @throws IllegalArgumentException when the timeout is below 1 ms or above about 24 days
      */
     public static Socket accept(ServerSocket server, Duration timeout) throws IOException {
-        server.setSoTimeout(timeoutMillis(timeout));
-        try {
-            Socket socket = server.accept();
-            socket.setSoTimeout(timeoutMillis(timeout));
-            socket.setTcpNoDelay(true);
-            return socket;
-        } catch (SocketTimeoutException e) {
-            throw new IOException("no peer connected to port " + server.getLocalPort() + " within " + timeout.toMillis()
-                    + " ms", e);
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis(timeout));
+        while (true) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                throw new IOException("no peer connected to port " + server.getLocalPort() + " within "
+                        + timeout.toMillis() + " ms");
+            }
+            if (Thread.currentThread().isInterrupted()) {
+                throw new java.io.InterruptedIOException("interrupted while waiting for a peer on port "
+                        + server.getLocalPort() + "; the thread's interrupt flag stays set");
+            }
+            // in slices, so that an interrupt ends the wait (a socket accept does not)
+            server.setSoTimeout((int) Math.max(1, Math.min(READ_SLICE_MS, left / 1_000_000)));
+            try {
+                Socket socket = server.accept();
+                socket.setSoTimeout(timeoutMillis(timeout));
+                socket.setTcpNoDelay(true);
+                return socket;
+            } catch (SocketTimeoutException e) {
+                // the deadline and the interrupt are looked at again
+            }
         }
     }
 
@@ -174,7 +187,9 @@ public final class EndpointExchange {
      * @param length  bytes to read
      * @param timeout the most it may take
      * @return the bytes
-     * @throws IOException on timeout, or when the peer closes early (the message says how much came)
+     * @throws IOException on timeout, or when the peer closes early (the message says how much came);
+     *                     {@link java.io.InterruptedIOException} when the thread is interrupted (within
+     *                     about 100 ms; its flag stays set)
      * @throws IllegalArgumentException when the timeout is below 1 ms or above about 24 days
      */
     public static byte[] readFully(Socket socket, int length, Duration timeout) throws IOException {
@@ -190,13 +205,17 @@ public final class EndpointExchange {
                     throw new SocketTimeoutException("peer sent " + got + " of " + length + " bytes within "
                             + timeout.toMillis() + " ms");
                 }
-                socket.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, left / 1_000_000)));
+                if (Thread.currentThread().isInterrupted()) {
+                    throw new java.io.InterruptedIOException("interrupted while reading the peer's record (" + got
+                            + " of " + length + " bytes); the thread's interrupt flag stays set");
+                }
+                // in slices of at most 100 ms, so that an interrupt ends the wait (a socket read does not)
+                socket.setSoTimeout((int) Math.max(1, Math.min(READ_SLICE_MS, left / 1_000_000)));
                 int n;
                 try {
                     n = in.read(bytes, got, length - got);
                 } catch (SocketTimeoutException e) {
-                    throw new SocketTimeoutException("peer sent " + got + " of " + length + " bytes within "
-                            + timeout.toMillis() + " ms");
+                    continue; // the deadline and the interrupt are looked at again
                 }
                 if (n < 0) {
                     throw new EOFException("peer closed the connection after " + got + " of " + length + " bytes");
@@ -212,6 +231,8 @@ public final class EndpointExchange {
     }
 
     private static final Duration MAX_TIMEOUT = Duration.ofMillis(Integer.MAX_VALUE);
+    /** The longest a blocking socket wait lasts before the interrupt flag is looked at. */
+    private static final int READ_SLICE_MS = 100;
 
     /** The timeout in ms, checked: at least 1 ms and at most about 24 days (a socket's limit). */
     private static int timeoutMillis(Duration timeout) {

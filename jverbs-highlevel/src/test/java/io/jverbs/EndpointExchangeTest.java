@@ -12,6 +12,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -94,5 +95,37 @@ class EndpointExchangeTest {
         byte[] bytes = new byte[n];
         Arrays.fill(bytes, b);
         return bytes;
+    }
+
+    @Test
+    void anInterruptEndsAWaitingAcceptAndRead() throws Exception {
+        try (java.net.ServerSocket listener = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            assertInterrupted(() -> EndpointExchange.accept(listener, java.time.Duration.ofSeconds(60)));
+            try (java.net.Socket client = new java.net.Socket(java.net.InetAddress.getLoopbackAddress(),
+                    listener.getLocalPort());
+                 java.net.Socket server = listener.accept()) {
+                assertInterrupted(() -> EndpointExchange.readFully(server, 8, java.time.Duration.ofSeconds(60)));
+            }
+        }
+    }
+
+    /** Runs {@code wait} on a thread interrupted 200 ms in: it must end within 1 s with InterruptedIOException. */
+    private static void assertInterrupted(org.junit.jupiter.api.function.Executable wait) throws Exception {
+        java.util.concurrent.atomic.AtomicReference<Throwable> end = new java.util.concurrent.atomic.AtomicReference<>();
+        Thread t = Thread.ofPlatform().start(() -> {
+            try {
+                wait.execute();
+            } catch (Throwable e) {
+                end.set(e);
+            }
+        });
+        Thread.sleep(200);
+        long start = System.nanoTime();
+        t.interrupt();
+        t.join(5_000);
+        long ms = (System.nanoTime() - start) / 1_000_000;
+        assertFalse(t.isAlive(), "still waiting after the interrupt");
+        assertTrue(end.get() instanceof java.io.InterruptedIOException, "ended with " + end.get());
+        assertTrue(ms < 1_000, "ended " + ms + " ms after the interrupt");
     }
 }
