@@ -16,6 +16,9 @@ RXE_LOCK_TIMEOUT=${JVERBS_RXE_LOCK_TIMEOUT:-1200}
 
 # Sets qemu and busybox, and checks the tools the host side needs.
 rxe_vm_prerequisites() {
+    local arch
+    arch=$(uname -m)
+    [ "$arch" = x86_64 ] || rxe_die "the QEMU guest route runs Debian's amd64 kernel with qemu-system-x86_64; this machine is $arch, which it does not support (under emulation it would be far too slow): use a runner whose kernel has rdma_rxe (mode native), or an x86-64 one"
     qemu=$(command -v qemu-system-x86_64 || true)
     [ -n "$qemu" ] || rxe_die "qemu-system-x86_64 not found: install the apt package qemu-system-x86 (apt-get install -y qemu-system-x86)"
     busybox=${JVERBS_RXE_BUSYBOX:-}
@@ -200,6 +203,15 @@ rxe_vm_download_kernel() {
     touch "$kdir/.complete"
 }
 
+# Keeps only what a boot of kdir needs: the kernel image, its version and the initramfs of the
+# current key (rxe_vm_initrd); the modules tree (100 to 400 MB) goes. An initramfs of another key
+# later downloads the kernel again. Call with the cache lock held, after rxe_vm_initrd.
+rxe_vm_prune_kernel() {
+    find "$kdir" -mindepth 1 -maxdepth 1 ! -name boot ! -name kernel-version ! -name .complete \
+        ! -name "${initrd##*/}" -exec rm -rf {} +
+    find "$kdir/boot" -mindepth 1 -maxdepth 1 ! -name "vmlinuz-$kver" -exec rm -rf {} +
+}
+
 # The initramfs for kdir/kver: sets initrd. Call with the cache lock held.
 rxe_vm_initrd() {
     local required_modules="virtio_pci virtio_net 9p 9pnet_virtio rdma_rxe ib_uverbs rdma_ucm"
@@ -212,6 +224,12 @@ rxe_vm_initrd() {
         | sha256sum | cut -c1-16)
     initrd=$kdir/initrd-$key.cpio.gz
     [ ! -s "$initrd" ] || return 0
+    if [ ! -d "$kdir/lib/modules/$kver" ]; then
+        # a kernel kept without its modules (rxe_vm_prune_kernel) for another initramfs: fetch it again
+        local name=${kdir##*/}
+        info "the cached $name has no modules for this initramfs: downloading it again"
+        rxe_vm_download_kernel "${name%%_*}" "${name#*_}"
+    fi
     info "building the initramfs for $kver"
     work=$(mktemp -d "$cache/kernels/.initrd.XXXXXX")
     mkdir -p "$work/tree/bin" "$work/tree/lib/rxe-modules" "$work/empty"

@@ -1750,7 +1750,7 @@ public final class QueuePair extends QueueEndpoint {
      * reads the caller's memory after the post.
      */
     private long copyInline(RegisteredBuffer local, long localOffset, int length) {
-        MemorySegment.copy(local.segment(), localOffset, scratch, INLINE, length);
+        MemorySegment.copy(local.memory(), localOffset, scratch, INLINE, length);
         return scratchAddress + INLINE;
     }
 

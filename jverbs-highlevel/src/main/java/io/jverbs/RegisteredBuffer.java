@@ -125,8 +125,19 @@ public final class RegisteredBuffer extends Resource {
      * is closed (access then throws {@link IllegalStateException}).
      *
      * @return the memory, {@link #length()} bytes, page-aligned when allocated by jverbs
+     * @throws IllegalStateException when the buffer owns its memory and is closed: the memory was
+     *                               freed with it
      */
     public MemorySegment segment() {
+        if (owned != null && !memory.scope().isAlive()) {
+            throw new IllegalStateException(this + " was closed, and its memory freed with it"
+                    + " (ProtectionDomain.allocate): use the segment only while the buffer is open");
+        }
+        return memory;
+    }
+
+    /** {@link #segment()} without its check, for posts that checked the buffer already. */
+    MemorySegment memory() {
         return memory;
     }
 

@@ -184,7 +184,7 @@ public final class WorkBatch extends PostList {
         for (int i = 0, n = size(); i < n; i++) {
             long from = inlineFrom[i];
             if (from >= 0) {
-                MemorySegment.copy(buffer(i).segment(), from, memory, inlineSlotOffset(i), lengthOf(i));
+                MemorySegment.copy(buffer(i).memory(), from, memory, inlineSlotOffset(i), lengthOf(i));
             }
         }
     }

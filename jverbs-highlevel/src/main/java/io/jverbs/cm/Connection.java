@@ -648,8 +648,10 @@ public final class Connection implements AutoCloseable {
         requireRingUsable(options);
         for (int attempt = 1; ; attempt++) {
             // the attempt's time runs from here: making its queues and the first use of the
-            // library and the device count
-            long deadline = System.nanoTime() + options.timeout().toNanos();
+            // library and the device count; the wait ends a little early, leaving the failed
+            // attempt's teardown (its queue pair reset) room within the timeout
+            long timeoutNanos = options.timeout().toNanos();
+            long deadline = System.nanoTime() + timeoutNanos - Math.min(timeoutNanos / 20, TEARDOWN_NANOS);
             // a queue pair of its own for each attempt: nothing of a refused request (its queue
             // pair number, which the listener's kernel may remember) is carried into the next
             Parts[] made = {Parts.open(pd, options)};
@@ -706,6 +708,9 @@ public final class Connection implements AutoCloseable {
             parts.close();
         }
     }
+
+    /** The most of a connect attempt's time kept for tearing down a failed one. */
+    private static final long TEARDOWN_NANOS = 250_000_000L;
 
     /** The bytes of the ready message's receive. */
     private static final int READY_BYTES = 64;
@@ -960,13 +965,17 @@ public final class Connection implements AutoCloseable {
         private Connection pump(long deadline, Options options) {
             RdmaCm.Channel channel = listener.events();
             while (true) {
-                long now = System.nanoTime();
-                expire(now);
-                long wake = deadline;
-                for (Pending p : pending.values()) {
-                    wake = Math.min(wake, p.deadline());
+                // what is queued already comes first (a client's last step among it), then the
+                // handshakes past their time go, then the wait
+                RdmaCm.Channel.Event e = channel.next(System.nanoTime());
+                if (e == null) {
+                    expire(System.nanoTime());
+                    long wake = deadline;
+                    for (Pending p : pending.values()) {
+                        wake = Math.min(wake, p.deadline());
+                    }
+                    e = channel.next(wake);
                 }
-                RdmaCm.Channel.Event e = channel.next(wake);
                 if (e == null) {
                     if (System.nanoTime() - deadline >= 0) {
                         throw new RdmaCmException("no client completed a handshake with port " + port()

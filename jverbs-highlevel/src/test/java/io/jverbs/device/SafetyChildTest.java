@@ -116,6 +116,11 @@ class SafetyChildTest {
             }
             return "deregistered " + (System.nanoTime() - start) / 1_000_000 + " ms after the arena closed";
         });
+        CASES.put("the segment of a buffer closed with its memory", (lb, d) -> {
+            RegisteredBuffer owned = lb.client.pd.allocate(4096);
+            owned.close();
+            return refused(IllegalStateException.class, "its memory freed with it", owned::segment);
+        });
         CASES.put("register(arena, segment): the peer's write after the arena closed fails", (lb, d) -> {
             Arena arena = Arena.ofShared();
             RegisteredBuffer reg = lb.server.pd.register(arena, arena.allocate(4096, 4096), Access.REMOTE_WRITE);
