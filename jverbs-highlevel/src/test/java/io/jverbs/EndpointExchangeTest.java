@@ -111,21 +111,9 @@ class EndpointExchangeTest {
 
     /** Runs {@code wait} on a thread interrupted 200 ms in: it must end within 1 s with InterruptedIOException. */
     private static void assertInterrupted(org.junit.jupiter.api.function.Executable wait) throws Exception {
-        java.util.concurrent.atomic.AtomicReference<Throwable> end = new java.util.concurrent.atomic.AtomicReference<>();
-        Thread t = Thread.ofPlatform().start(() -> {
-            try {
-                wait.execute();
-            } catch (Throwable e) {
-                end.set(e);
-            }
-        });
-        Thread.sleep(200);
-        long start = System.nanoTime();
-        t.interrupt();
-        t.join(5_000);
-        long ms = (System.nanoTime() - start) / 1_000_000;
-        assertFalse(t.isAlive(), "still waiting after the interrupt");
-        assertTrue(end.get() instanceof java.io.InterruptedIOException, "ended with " + end.get());
-        assertTrue(ms < 1_000, "ended " + ms + " ms after the interrupt");
+        InterruptProbe.Ended e = InterruptProbe.interrupt(wait, 200);
+        assertFalse(e.stillWaiting(), "still waiting after the interrupt");
+        assertTrue(e.end() instanceof java.io.InterruptedIOException, "ended with " + e.end());
+        assertTrue(e.ms() < 1_000, "ended " + e.ms() + " ms after the interrupt");
     }
 }

@@ -31,7 +31,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicReference;
 
 import static io.jverbs.device.SafetyChildTest.refused;
 
@@ -400,35 +399,19 @@ final class MultiClientSafetyCases {
         return ip.substring(0, ip.lastIndexOf('.') + 1) + last;
     }
 
-    private interface Wait {
-        Object run() throws Exception;
-    }
-
     /** Runs {@code wait} on a thread interrupted 500 ms in; how it ended, which must be within 1 s of the interrupt. */
-    private static String interrupted(String what, Wait wait) throws Exception {
-        AtomicReference<Throwable> end = new AtomicReference<>();
-        Thread t = Thread.ofPlatform().start(() -> {
-            try {
-                wait.run();
-            } catch (Throwable e) {
-                end.set(e);
-            }
-        });
-        Thread.sleep(500);
-        long start = System.nanoTime();
-        t.interrupt();
-        t.join(10_000);
-        long ms = (System.nanoTime() - start) / 1_000_000;
-        Throwable e = end.get();
-        if (t.isAlive()) {
+    private static String interrupted(String what, org.junit.jupiter.api.function.Executable wait) throws Exception {
+        io.jverbs.InterruptProbe.Ended ended = io.jverbs.InterruptProbe.interrupt(wait, 500);
+        Throwable e = ended.end();
+        if (ended.stillWaiting()) {
             throw new LoopbackChild.Unchecked(what + " went on waiting after an interrupt");
         }
         boolean says = e instanceof InterruptedException || e instanceof WaitInterruptedException
                 || e instanceof RdmaCmException r && r.reason() == RdmaCmException.Reason.INTERRUPTED;
-        if (!says || ms > 1_000) {
-            throw new LoopbackChild.Unchecked(what + " ended " + ms + " ms after the interrupt with " + e);
+        if (!says || ended.ms() > 1_000) {
+            throw new LoopbackChild.Unchecked(what + " ended " + ended.ms() + " ms after the interrupt with " + e);
         }
-        return what + " in " + ms + " ms (" + e.getClass().getSimpleName() + ")";
+        return what + " in " + ended.ms() + " ms (" + e.getClass().getSimpleName() + ")";
     }
 
     /**
