@@ -29,13 +29,13 @@ import java.util.function.UnaryOperator;
  * A reliable connection through rdma_cm that owns everything it runs on: its queue pair, its
  * completion queue, the rdma_cm id and, unless the caller polls, a {@link Poller}. The peer's
  * buffers arrive with it, in the handshake ({@link #peerBuffers()}); receives of a ring given in
- * the {@link Options} are posted before the connection exists, so the peer's first Send finds
- * them. {@link #close()} disconnects the peer and frees all of it.
+ * the {@link Options} are posted before the peer can send, so the peer's first Send finds them.
+ * {@link #close()} disconnects the peer and frees all of it.
  *
  * <pre>{@code
- * // server: one connection, its region opened to the client in the handshake
+ * // server: one connection, a window of its own over the region (registered without remote rights)
  * try (Connection.Server server = Connection.listen(pd, ip, 7471, Connection.Options.defaults()
- *         .offer(Handshake.offering(region.remote())));
+ *         .grant(region, Access.REMOTE_WRITE));
  *      Connection c = server.accept(Duration.ofSeconds(30))) {
  *     c.awaitDisconnect(Duration.ofMinutes(1));
  * }
