@@ -12,7 +12,6 @@ import io.jverbs.QueuePairConfig;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.ibverbs.Errno;
-import io.jverbs.ibverbs.raw.verbs_h;
 import io.jverbs.internal.CoreAccess;
 import io.jverbs.internal.Secrets;
 import io.jverbs.rdmacm.raw.rdma_cma_h;
@@ -1003,7 +1002,7 @@ public final class Connection implements AutoCloseable {
                         return c;
                     }
                 } else {
-                    drop(p, false); // the client gave up, or its node did not answer the reply
+                    drop(p); // the client gave up, or its node did not answer the reply
                 }
             }
         }
@@ -1038,23 +1037,16 @@ public final class Connection implements AutoCloseable {
                 told.addAll(options.offer().buffers());
                 Handshake reply = Handshake.of(options.offer().data(), told.toArray(io.jverbs.RemoteBuffer[]::new))
                         .withReadyFollows();
-                // No request of the peer is taken and no right granted until its last step:
-                // INIT without rights (the device drops what the peer sends, and the peer's
-                // device retries it), RTR and RTS on ESTABLISHED.
-                RdmaCm.moveTo(child, parts.qp(), verbs_h.IBV_QPS_INIT, 0);
-                listener.acceptRequest(child, parts.qp(), reply.encode(Handshake.MAX_ACCEPT_BYTES,
+                RdmaCm.replyWithoutRights(child, parts.qp(), reply.encode(Handshake.MAX_ACCEPT_BYTES,
                         "the reply to a connection request"));
                 replied = true;
                 pending.put(child.address(), new Pending(child, parts, windows, e.privateData(), from,
                         System.nanoTime() + policy.handshakeTimeout().toNanos()));
                 count(source, 0, 1);
             } catch (RuntimeException | Error failure) {
-                for (io.jverbs.MemoryWindow w : windows) {
-                    w.close();
-                }
                 if (parts != null) {
                     CORE.abandonConnect(parts.qp());
-                    parts.close();
+                    parts.close(); // its windows with its queue pair
                 }
                 if (replied) {
                     listener.dropRequest(child);
@@ -1118,9 +1110,7 @@ public final class Connection implements AutoCloseable {
             RdmaCm.Channel own = null;
             try {
                 parts = parts.serve(options); // the ring's receives, before the queue pair takes a request
-                RdmaCm.moveTo(p.id(), parts.qp(), verbs_h.IBV_QPS_RTR);
-                RdmaCm.moveTo(p.id(), parts.qp(), verbs_h.IBV_QPS_RTS, CORE.connectAccessFlags(parts.qp()));
-                CORE.markConnected(parts.qp());
+                RdmaCm.takeRequests(p.id(), parts.qp());
                 for (io.jverbs.MemoryWindow w : p.windows()) {
                     CORE.bindQuietly(w); // on the send queue before anything the caller posts; a failure shows on the queue pair
                 }
@@ -1141,8 +1131,7 @@ public final class Connection implements AutoCloseable {
                 }
                 listener.dropRequest(p.id());
                 System.getLogger("io.jverbs").log(System.Logger.Level.WARNING, "a connection from " + p.from()
-                        + " to port " + port() + " failed as it was established (queue pair " + parts.qp().number()
-                        + " in device state " + parts.qp().deviceState() + ")", failure);
+                        + " to port " + port() + " failed as it was established", failure);
                 if (failure instanceof IllegalStateException && listener.isClosed()) {
                     throw failure;
                 }
@@ -1157,13 +1146,13 @@ public final class Connection implements AutoCloseable {
             }
             for (Pending p : List.copyOf(pending.values())) {
                 if (now - p.deadline() >= 0) {
-                    drop(p, true);
+                    drop(p);
                 }
             }
         }
 
         /** Frees a handshake that will not complete: its queue pair answers nothing more, its id is destroyed. */
-        private void drop(Pending p, boolean expired) {
+        private void drop(Pending p) {
             pending.remove(p.id().address());
             count(p.from() == null ? null : p.from().getAddress(), 0, -1);
             try {
@@ -1177,7 +1166,7 @@ public final class Connection implements AutoCloseable {
         /** The listener goes: every handshake under way is dropped, the spare freed (under the accept turn). */
         private void dropAll() {
             for (Pending p : List.copyOf(pending.values())) {
-                drop(p, false);
+                drop(p);
             }
             closeSpare();
         }

@@ -19,7 +19,6 @@ import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Arrays;
@@ -826,11 +825,7 @@ public final class EventLoop implements AutoCloseable {
     }
 
     private void reject(MemorySegment child, String why) {
-        byte[] text = (RdmaCm.REJECT_PREFIX + why).getBytes(StandardCharsets.UTF_8);
-        byte[] data = Arrays.copyOf(text, Math.min(text.length, 140));
-        try (Arena a = Arena.ofConfined()) {
-            rdma_cma_h.rdma_reject(child, a.allocateFrom(java.lang.foreign.ValueLayout.JAVA_BYTE, data), (byte) data.length);
-        }
+        RdmaCm.rejectSaying(child, why);
         reapId(child);
     }
 

@@ -342,20 +342,9 @@ public final class RdmaCm {
             }
         }
 
-        /** Replies to a connection request of this listener with {@code qp} and {@code privateData}. */
-        void acceptRequest(MemorySegment child, QueuePair qp, byte[] privateData) {
-            try (Arena arena = Arena.ofConfined()) {
-                check("rdma_accept", rdma_cma_h.rdma_accept(child, connParam(arena, qp, privateData)));
-            }
-        }
-
         /** Rejects a request of this listener, telling the client why, and destroys its id. */
         void reject(MemorySegment child, String why) {
-            byte[] text = (REJECT_PREFIX + why).getBytes(java.nio.charset.StandardCharsets.UTF_8);
-            byte[] data = java.util.Arrays.copyOf(text, Math.min(text.length, 140));
-            try (Arena a = Arena.ofConfined()) {
-                rdma_cma_h.rdma_reject(child, a.allocateFrom(ValueLayout.JAVA_BYTE, data), (byte) data.length);
-            }
+            rejectSaying(child, why);
             dropRequest(child);
         }
 
@@ -519,20 +508,14 @@ public final class RdmaCm {
                 requireOpenDuringHandshake(null);
                 check("rdma_migrate_id", rdma_cma_h.rdma_migrate_id(child, own.channel));
                 requireSameDevice(child, CORE.contextName(qp.config().sendQueue()));
-                // No request of the peer is taken and no right granted until its last step: INIT
-                // without rights (the device drops what the peer sends, and the peer's device
-                // retries it), RTR and RTS with the rights once ESTABLISHED.
-                moveTo(child, qp, verbs_h.IBV_QPS_INIT, 0);
-                check("rdma_accept", rdma_cma_h.rdma_accept(child, connParam(arena, qp, privateData)));
+                replyWithoutRights(child, qp, privateData);
                 replied = true;
                 // A request taken just before the deadline still gets its handshake: failing it would
                 // lose a client that did nothing wrong, one per call of an accept polled in a loop.
                 long handshakeDeadline = Math.max(deadline, System.nanoTime() + HANDSHAKE_ALLOWANCE_MS * 1_000_000L);
                 own.expect(rdma_cma_h.RDMA_CM_EVENT_ESTABLISHED, handshakeDeadline, "the connecting peer");
                 requireOpenDuringHandshake(own); // past this, a close leaves the connection alone
-                moveTo(child, qp, verbs_h.IBV_QPS_RTR);
-                moveTo(child, qp, verbs_h.IBV_QPS_RTS, CORE.connectAccessFlags(qp));
-                CORE.markConnected(qp);
+                takeRequests(child, qp);
                 return new CmConnection(qp, child, own, Handshake.decode(request.privateData()));
             } catch (RuntimeException | Error e) {
                 // The queue pair stops answering first (a peer that never completed the handshake
@@ -1093,6 +1076,35 @@ public final class RdmaCm {
             throw new IllegalArgumentException("queue pair " + qp.number() + " is " + qp.config().transport()
                     + ": rdma_cm connects RC queue pairs only; connect a UC queue pair with its Endpoint"
                     + " (QueuePair.connect, EndpointExchange)");
+        }
+    }
+
+    /**
+     * Replies to the connection request of {@code child} with {@code qp} and {@code privateData},
+     * the queue pair in INIT without rights: it takes no request of the peer (the device drops
+     * what the peer sends, and the peer's device retries it) and grants nothing until the peer's
+     * last step ({@link #takeRequests}).
+     */
+    static void replyWithoutRights(MemorySegment child, QueuePair qp, byte[] privateData) {
+        moveTo(child, qp, verbs_h.IBV_QPS_INIT, 0);
+        try (Arena arena = Arena.ofConfined()) {
+            check("rdma_accept", rdma_cma_h.rdma_accept(child, connParam(arena, qp, privateData)));
+        }
+    }
+
+    /** The peer's last step came (ESTABLISHED): {@code qp} takes its requests, with the rights, and is connected. */
+    static void takeRequests(MemorySegment child, QueuePair qp) {
+        moveTo(child, qp, verbs_h.IBV_QPS_RTR);
+        moveTo(child, qp, verbs_h.IBV_QPS_RTS, CORE.connectAccessFlags(qp));
+        CORE.markConnected(qp);
+    }
+
+    /** Rejects the connection request of {@code child}, telling a jverbs client why ({@link #listenerSaid}). */
+    static void rejectSaying(MemorySegment child, String why) {
+        byte[] text = (REJECT_PREFIX + why).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] data = java.util.Arrays.copyOf(text, Math.min(text.length, 140));
+        try (Arena a = Arena.ofConfined()) {
+            rdma_cma_h.rdma_reject(child, a.allocateFrom(ValueLayout.JAVA_BYTE, data), (byte) data.length);
         }
     }
 
