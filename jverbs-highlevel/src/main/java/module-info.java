@@ -13,8 +13,7 @@ module io.jverbs.highlevel {
     // HdrHistogram is reached without a requires clause (io.jverbs.latency.HdrLatencyRecorder says why).
     exports io.jverbs;
     exports io.jverbs.cm;
-    exports io.jverbs.datagram;
     exports io.jverbs.counters;
     exports io.jverbs.latency;
-    // io.jverbs.internal is not exported: the helpers and bridges the packages above share.
+    // io.jverbs.internal is not exported: the poll(2) helper the packages above share.
 }

@@ -13,7 +13,6 @@ import io.jverbs.ibverbs.raw.ibv_sge;
 import io.jverbs.ibverbs.raw.ibv_wc;
 import io.jverbs.ibverbs.raw.verbs_h;
 import io.jverbs.ibverbs.testing.FakeProvider;
-import io.jverbs.internal.WorkRequests;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;

@@ -10,7 +10,6 @@ import io.jverbs.ibverbs.raw.ibv_context_ops;
 import io.jverbs.ibverbs.raw.ibv_cq;
 import io.jverbs.ibverbs.raw.verbs_h;
 import io.jverbs.internal.Fds;
-import io.jverbs.internal.PostLock;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,6 +1,5 @@
 package io.jverbs;
 
-import io.jverbs.datagram.DatagramQueuePair;
 import io.jverbs.ibverbs.InlineVerbs;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.VerbsException;

@@ -1,9 +1,7 @@
 package io.jverbs;
 
-import io.jverbs.datagram.DatagramBatch;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
 import io.jverbs.ibverbs.raw.verbs_h;
-import io.jverbs.internal.SendQueue;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -29,7 +27,7 @@ public abstract sealed class PostList permits WorkBatch, DatagramBatch {
 
     /**
      * Makes a list in {@code memory}, made by its queue pair ({@link QueuePair#newBatch},
-     * {@link io.jverbs.datagram.DatagramQueuePair#newBatch}).
+     * {@link io.jverbs.DatagramQueuePair#newBatch}).
      *
      * @param capacity the most requests it holds
      * @param memory   at least {@code capacity} requests and their SGEs

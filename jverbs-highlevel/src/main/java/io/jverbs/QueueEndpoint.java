@@ -1,6 +1,5 @@
 package io.jverbs;
 
-import io.jverbs.datagram.DatagramQueuePair;
 
 /**
  * A queue pair whose completions a {@link CompletionQueue} routes: reliable-connected

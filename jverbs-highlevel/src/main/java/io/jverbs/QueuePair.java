@@ -13,9 +13,6 @@ import io.jverbs.ibverbs.raw.ibv_qp_cap;
 import io.jverbs.ibverbs.raw.ibv_qp_init_attr;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
 import io.jverbs.ibverbs.raw.verbs_h;
-import io.jverbs.internal.PostLock;
-import io.jverbs.internal.SendQueue;
-import io.jverbs.internal.WorkRequests;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

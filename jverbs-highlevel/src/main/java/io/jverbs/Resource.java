@@ -1,6 +1,5 @@
 package io.jverbs;
 
-import io.jverbs.internal.Secrets;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -20,10 +19,6 @@ import java.util.List;
  */
 public abstract sealed class Resource implements AutoCloseable
         permits Context, ProtectionDomain, RegisteredBuffer, CompletionQueue, QueueEndpoint, MemoryWindow {
-    static {
-        Secrets.setCore(new CoreBridge());
-    }
-
     private final String kind;
     private final Resource parent;
     private final List<Resource> children = new ArrayList<>();

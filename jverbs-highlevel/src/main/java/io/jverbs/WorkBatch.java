@@ -1,7 +1,6 @@
 package io.jverbs;
 
 import io.jverbs.ibverbs.raw.verbs_h;
-import io.jverbs.internal.WorkRequests;
 
 import java.lang.foreign.MemorySegment;
 

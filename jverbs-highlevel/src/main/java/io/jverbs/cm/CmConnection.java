@@ -2,8 +2,6 @@ package io.jverbs.cm;
 
 import io.jverbs.Context;
 import io.jverbs.QueuePair;
-import io.jverbs.internal.CoreAccess;
-import io.jverbs.internal.Secrets;
 import io.jverbs.rdmacm.raw.rdma_cma_h;
 
 import java.lang.foreign.MemorySegment;
@@ -26,7 +24,6 @@ import java.util.concurrent.TimeUnit;
  * background reaper thread, never on the caller's. Thread-safe.
  */
 public final class CmConnection implements AutoCloseable {
-    private static final CoreAccess CORE = Secrets.core();
     private final QueuePair qp;
     private final MemorySegment id;
     private final RdmaCm.Channel channel;
@@ -53,7 +50,7 @@ public final class CmConnection implements AutoCloseable {
         this.local = RdmaCm.address(id, false);
         this.remote = RdmaCm.address(id, true);
         this.watcher = Thread.ofPlatform().name("jverbs-cm-" + qp.number()).daemon(true).start(this::watch);
-        CORE.ownedBy(qp, this::release);
+        Core.ownedBy(qp, this::release);
     }
 
     private void watch() {
@@ -68,7 +65,7 @@ public final class CmConnection implements AutoCloseable {
                     || e.type() == rdma_cma_h.RDMA_CM_EVENT_DEVICE_REMOVAL)) {
                 peerGone = true;
                 try {
-                    CORE.peerDisconnected(qp, "peer disconnected (rdma_cm " + RdmaCm.name(e.type()) + ")");
+                    Core.peerDisconnected(qp, "peer disconnected (rdma_cm " + RdmaCm.name(e.type()) + ")");
                 } finally {
                     disconnected.countDown();
                 }

@@ -12,8 +12,6 @@ import io.jverbs.QueuePairConfig;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.ibverbs.Errno;
-import io.jverbs.internal.CoreAccess;
-import io.jverbs.internal.Secrets;
 import io.jverbs.rdmacm.raw.rdma_cma_h;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
@@ -48,7 +46,6 @@ import java.util.function.UnaryOperator;
  * uses them and closes neither. Thread-safe as its parts are; {@link #close()} is idempotent.
  */
 public final class Connection implements AutoCloseable {
-    private static final CoreAccess CORE = Secrets.core();
     private final CmConnection cm;
     /** Its completion queue, queue pair, poller and receive ring (released to another connection at close). */
     private final Parts parts;
@@ -1045,7 +1042,7 @@ public final class Connection implements AutoCloseable {
                 count(source, 0, 1);
             } catch (RuntimeException | Error failure) {
                 if (parts != null) {
-                    CORE.abandonConnect(parts.qp());
+                    Core.abandonConnect(parts.qp());
                     parts.close(); // its windows with its queue pair
                 }
                 if (replied) {
@@ -1112,11 +1109,11 @@ public final class Connection implements AutoCloseable {
                 parts = parts.serve(options); // the ring's receives, before the queue pair takes a request
                 RdmaCm.takeRequests(p.id(), parts.qp());
                 for (io.jverbs.MemoryWindow w : p.windows()) {
-                    CORE.bindQuietly(w); // on the send queue before anything the caller posts; a failure shows on the queue pair
+                    Core.bindQuietly(w); // on the send queue before anything the caller posts; a failure shows on the queue pair
                 }
                 // after the binds on the same send queue: the client hears it once its windows work
                 parts = parts.withReady(pd.allocate(READY_BYTES));
-                CORE.sendQuietly(parts.qp(), parts.ready(), 1);
+                Core.sendQuietly(parts.qp(), parts.ready(), 1);
                 own = RdmaCm.Channel.create();
                 RdmaCm.check("rdma_migrate_id", rdma_cma_h.rdma_migrate_id(p.id(), own.channel));
                 CmConnection cm = new CmConnection(parts.qp(), p.id(), own, Handshake.decode(p.request()));
@@ -1124,7 +1121,7 @@ public final class Connection implements AutoCloseable {
                 return new Connection(cm, parts, this, source);
             } catch (RuntimeException | Error failure) {
                 count(source, 0, -1);
-                CORE.abandonConnect(parts.qp());
+                Core.abandonConnect(parts.qp());
                 parts.close();
                 if (own != null) {
                     own.close();
@@ -1156,7 +1153,7 @@ public final class Connection implements AutoCloseable {
             pending.remove(p.id().address());
             count(p.from() == null ? null : p.from().getAddress(), 0, -1);
             try {
-                CORE.abandonConnect(p.parts().qp());
+                Core.abandonConnect(p.parts().qp());
             } finally {
                 p.parts().close(); // its windows with its queue pair
                 listener.dropRequest(p.id());

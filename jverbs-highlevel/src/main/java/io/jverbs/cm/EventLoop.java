@@ -9,9 +9,7 @@ import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.ibverbs.Errno;
 import io.jverbs.ibverbs.raw.verbs_h;
-import io.jverbs.internal.CoreAccess;
 import io.jverbs.internal.Fds;
-import io.jverbs.internal.Secrets;
 import io.jverbs.rdmacm.raw.rdma_cma_h;
 
 import java.lang.foreign.Arena;
@@ -81,7 +79,6 @@ import java.util.function.Consumer;
  * listener.
  */
 public final class EventLoop implements AutoCloseable {
-    private static final CoreAccess CORE = Secrets.core();
     private static final System.Logger LOG = System.getLogger("io.jverbs");
     /** The session's own parameters, first in the handshake's data: a mark, a version, slots, slot bytes. */
     private static final int PARAMS = 8;
@@ -699,14 +696,14 @@ public final class EventLoop implements AutoCloseable {
                 RdmaCm.moveTo(s.id, s.qp, verbs_h.IBV_QPS_RTR);
                 RdmaCm.moveTo(s.id, s.qp, verbs_h.IBV_QPS_RTS);
                 RdmaCm.check("rdma_establish", rdma_cma_h.rdma_establish(s.id));
-                CORE.markConnected(s.qp);
+                Core.markConnected(s.qp);
                 // open on the listener's first message, sent once its side saw the handshake end
             });
             case rdma_cma_h.RDMA_CM_EVENT_ESTABLISHED -> {
                 if (s.server && s.state == Session.State.HANDSHAKE) {
                     step(s, () -> {
-                        RdmaCm.moveTo(s.id, s.qp, verbs_h.IBV_QPS_RTS, CORE.connectAccessFlags(s.qp));
-                        CORE.markConnected(s.qp);
+                        RdmaCm.moveTo(s.id, s.qp, verbs_h.IBV_QPS_RTS, Core.connectAccessFlags(s.qp));
+                        Core.markConnected(s.qp);
                         handshakeEnded(s);
                         accepted++;
                         s.open();

@@ -4,8 +4,6 @@ import io.jverbs.Access;
 import io.jverbs.QueuePair;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
-import io.jverbs.internal.CoreAccess;
-import io.jverbs.internal.Secrets;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -33,7 +31,6 @@ public final class Handshake {
     public static final int MAX_CONNECT_BYTES = 56;
     /** Bytes of private data the reply to a connection request carries. */
     public static final int MAX_ACCEPT_BYTES = 196;
-    private static final CoreAccess CORE = Secrets.core();
     private static final int HEADER = 4;
     private static final byte MARK = 0x4a; // 'J'
     private static final byte VERSION = 1;
@@ -153,7 +150,7 @@ public final class Handshake {
         ByteBuffer b = ByteBuffer.allocate(size).order(ByteOrder.BIG_ENDIAN);
         b.put(MARK).put(readyFollows ? VERSION_READY : VERSION).put((byte) buffers.size()).put((byte) data.length);
         for (RemoteBuffer r : buffers) {
-            CORE.writeRemote(r, b);
+            b.put(r.toBytes());
         }
         b.put(data);
         return b.array();
@@ -178,7 +175,7 @@ public final class Handshake {
     void requireGrantedBy(QueuePair qp) {
         Set<Access> granted = qp.remoteAccess();
         for (RemoteBuffer r : buffers) {
-            String problem = CORE.offerProblem(qp, r);
+            String problem = Core.offerProblem(qp, r);
             if (problem != null && problem.startsWith("the buffer's own rkey")) {
                 throw new IllegalArgumentException("the handshake offers " + r + " to a peer of queue pair "
                         + qp.number() + ", but " + problem);
@@ -215,7 +212,9 @@ public final class Handshake {
         List<RemoteBuffer> buffers = new ArrayList<>(n);
         try {
             for (int i = 0; i < n; i++) {
-                buffers.add(CORE.readRemote(b));
+                byte[] raw = new byte[RemoteBuffer.BYTES];
+                b.get(raw);
+                buffers.add(RemoteBuffer.fromBytes(raw));
             }
         } catch (IllegalArgumentException notOurs) {
             return new Handshake(List.of(), privateData);

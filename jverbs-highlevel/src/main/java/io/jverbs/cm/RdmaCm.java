@@ -2,7 +2,7 @@ package io.jverbs.cm;
 
 import io.jverbs.QueuePair;
 import io.jverbs.QueuePairConfig;
-import io.jverbs.datagram.DatagramQueuePair;
+import io.jverbs.DatagramQueuePair;
 import io.jverbs.ibverbs.Errno;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.raw.ibv_ah_attr;
@@ -10,10 +10,7 @@ import io.jverbs.ibverbs.raw.ibv_context;
 import io.jverbs.ibverbs.raw.ibv_global_route;
 import io.jverbs.ibverbs.raw.ibv_qp_attr;
 import io.jverbs.ibverbs.raw.verbs_h;
-import io.jverbs.internal.CoreAccess;
-import io.jverbs.internal.DatagramAccess;
 import io.jverbs.internal.Fds;
-import io.jverbs.internal.Secrets;
 import io.jverbs.rdmacm.raw.rdma_addr;
 import io.jverbs.rdmacm.raw.rdma_cm_event;
 import io.jverbs.rdmacm.raw.rdma_cm_id;
@@ -55,8 +52,6 @@ import java.util.function.Predicate;
  * every queue pair's Q_Key is {@link #UDP_QKEY}.
  */
 public final class RdmaCm {
-    private static final CoreAccess CORE = Secrets.core();
-    private static final DatagramAccess DATAGRAM = Secrets.datagram();
     private static final short AF_INET = 2;
     private static final short AF_INET6 = 10;
     /**
@@ -122,14 +117,14 @@ public final class RdmaCm {
     static CmConnection connect(QueuePair qp, String host, int port, long deadline, Handshake offer,
                                 java.util.function.Consumer<Handshake> onReply) {
         byte[] privateData = offer.encode(Handshake.MAX_CONNECT_BYTES, "a connection request");
-        CORE.requirePrepared(qp);
+        Core.requirePrepared(qp);
         requireReliable(qp);
         offer.requireGrantedBy(qp);
         Channel channel = Channel.create();
         MemorySegment id = MemorySegment.NULL;
         try (Arena arena = Arena.ofConfined()) {
             id = channel.createId();
-            resolveRoute(channel, id, arena, host, port, deadline, CORE.contextName(qp.config().sendQueue()));
+            resolveRoute(channel, id, arena, host, port, deadline, Core.contextName(qp.config().sendQueue()));
             moveTo(id, qp, verbs_h.IBV_QPS_INIT);
             MemorySegment param = connParam(arena, qp, privateData);
             check("rdma_connect", rdma_cma_h.rdma_connect(id, param));
@@ -141,10 +136,10 @@ public final class RdmaCm {
             moveTo(id, qp, verbs_h.IBV_QPS_RTR);
             moveTo(id, qp, verbs_h.IBV_QPS_RTS);
             check("rdma_establish", rdma_cma_h.rdma_establish(id));
-            CORE.markConnected(qp);
+            Core.markConnected(qp);
             return new CmConnection(qp, id, channel, theirs);
         } catch (RuntimeException | Error e) {
-            CORE.abandonConnect(qp); // the device may have moved it on: it must not answer the peer
+            Core.abandonConnect(qp); // the device may have moved it on: it must not answer the peer
             reap(id, channel);
             throw e;
         }
@@ -176,7 +171,7 @@ public final class RdmaCm {
         MemorySegment id = MemorySegment.NULL;
         try (Arena arena = Arena.ofConfined()) {
             id = channel.createId(rdma_cma_h.RDMA_PS_UDP);
-            resolveRoute(channel, id, arena, host, port, deadline, DATAGRAM.deviceName(qp));
+            resolveRoute(channel, id, arena, host, port, deadline, Core.deviceName(qp));
             MemorySegment param = arena.allocate(rdma_conn_param.LAYOUT);
             rdma_conn_param.qp_num(param, qp.number());
             check("rdma_connect", rdma_cma_h.rdma_connect(id, param));
@@ -184,17 +179,17 @@ public final class RdmaCm {
             MemorySegment ud = e.param();
             MemorySegment ah = rdma_ud_param.ah_attr(ud);
             int routePort = Byte.toUnsignedInt(ibv_ah_attr.port_num(ah));
-            if (routePort != DATAGRAM.portNumber(qp)) {
+            if (routePort != Core.portNumber(qp)) {
                 throw new RdmaCmException("the route to " + host + " leaves through port " + routePort
-                        + ", but the datagram queue pair is on port " + DATAGRAM.portNumber(qp), 0, Errno.EINVAL);
+                        + ", but the datagram queue pair is on port " + Core.portNumber(qp), 0, Errno.EINVAL);
             }
             byte[] gid = new byte[16]; // no routing header (InfiniBand within the subnet): the LID alone
             if (ibv_ah_attr.is_global(ah) != 0) {
                 MemorySegment grh = ibv_ah_attr.grh(ah);
                 int routeGid = Byte.toUnsignedInt(ibv_global_route.sgid_index(grh));
-                if (routeGid != DATAGRAM.gidIndex(qp)) {
+                if (routeGid != Core.gidIndex(qp)) {
                     throw new RdmaCmException("the route to " + host + " sends from GID index " + routeGid
-                            + ", but the datagram queue pair sends from GID index " + DATAGRAM.gidIndex(qp)
+                            + ", but the datagram queue pair sends from GID index " + Core.gidIndex(qp)
                             + ": make it with GID index " + routeGid, 0, Errno.EINVAL);
                 }
                 gid = ibv_global_route.dgid(grh).toArray(ValueLayout.JAVA_BYTE);
@@ -460,7 +455,7 @@ public final class RdmaCm {
                 if (closed) {
                     throw new IllegalStateException("listener is closed");
                 }
-                CORE.requirePrepared(qp);
+                Core.requirePrepared(qp);
                 return acceptLocked(qp, deadline, privateData, admit);
             } finally {
                 acceptLock.unlock();
@@ -507,7 +502,7 @@ public final class RdmaCm {
             try (Arena arena = Arena.ofConfined()) {
                 requireOpenDuringHandshake(null);
                 check("rdma_migrate_id", rdma_cma_h.rdma_migrate_id(child, own.channel));
-                requireSameDevice(child, CORE.contextName(qp.config().sendQueue()));
+                requireSameDevice(child, Core.contextName(qp.config().sendQueue()));
                 replyWithoutRights(child, qp, privateData);
                 replied = true;
                 // A request taken just before the deadline still gets its handshake: failing it would
@@ -524,7 +519,7 @@ public final class RdmaCm {
                 // rdma_reject: the destroy cancels the reply's retransmissions and sends the
                 // reject itself, where rdma_reject would leave the reply retransmitting (and the
                 // id, with the process's exit, held by the kernel) until its retries run out.
-                CORE.abandonConnect(qp);
+                Core.abandonConnect(qp);
                 if (!replied) {
                     rdma_cma_h.rdma_reject(child, MemorySegment.NULL, (byte) 0);
                 }
@@ -611,7 +606,7 @@ public final class RdmaCm {
             InetSocketAddress requester = address(child, true);
             try (Arena arena = Arena.ofConfined()) {
                 requireOpenDuringHandshake(null);
-                requireSameDevice(child, DATAGRAM.deviceName(qp));
+                requireSameDevice(child, Core.deviceName(qp));
                 MemorySegment param = arena.allocate(rdma_conn_param.LAYOUT);
                 rdma_conn_param.qp_num(param, qp.number());
                 check("rdma_accept", rdma_cma_h.rdma_accept(child, param));
@@ -813,7 +808,7 @@ public final class RdmaCm {
     }
 
     private static void requireUdpQkey(DatagramQueuePair qp) {
-        CORE.ensureOpen(qp, "resolve a datagram peer through rdma_cm");
+        Core.ensureOpen(qp, "resolve a datagram peer through rdma_cm");
         int qkey = qp.address().qkey();
         if (qkey != UDP_QKEY) {
             throw new IllegalArgumentException("rdma_cm's UDP port space gives datagram queue pairs the Q_Key 0x"
@@ -850,7 +845,7 @@ public final class RdmaCm {
             check("rdma_init_qp_attr", rdma_cma_h.rdma_init_qp_attr(id, attr, mask));
             int m = mask.get(ValueLayout.JAVA_INT, 0);
             if (state == verbs_h.IBV_QPS_INIT) {
-                ibv_qp_attr.qp_access_flags(attr, accessFlags >= 0 ? accessFlags : CORE.connectAccessFlags(qp));
+                ibv_qp_attr.qp_access_flags(attr, accessFlags >= 0 ? accessFlags : Core.connectAccessFlags(qp));
                 m |= verbs_h.IBV_QP_ACCESS_FLAGS;
             } else if (state == verbs_h.IBV_QPS_RTR) {
                 // The kernel CM leaves min_rnr_timer 0, which encodes the longest RNR wait (655 ms):
@@ -866,7 +861,7 @@ public final class RdmaCm {
                     m |= verbs_h.IBV_QP_ACCESS_FLAGS;
                 }
             }
-            CORE.transition(qp, attr, m);
+            Core.transition(qp, attr, m);
         }
     }
 
@@ -1095,8 +1090,8 @@ public final class RdmaCm {
     /** The peer's last step came (ESTABLISHED): {@code qp} takes its requests, with the rights, and is connected. */
     static void takeRequests(MemorySegment child, QueuePair qp) {
         moveTo(child, qp, verbs_h.IBV_QPS_RTR);
-        moveTo(child, qp, verbs_h.IBV_QPS_RTS, CORE.connectAccessFlags(qp));
-        CORE.markConnected(qp);
+        moveTo(child, qp, verbs_h.IBV_QPS_RTS, Core.connectAccessFlags(qp));
+        Core.markConnected(qp);
     }
 
     /** Rejects the connection request of {@code child}, telling a jverbs client why ({@link #listenerSaid}). */

@@ -6,7 +6,7 @@
  * completion queue, rdma_cm id and, optionally, a poller, all owned and closed together).
  * {@link io.jverbs.cm.RdmaCm} connects and listens with a queue pair the caller made
  * ({@link io.jverbs.cm.CmConnection} is what that yields), and resolves datagram peers
- * ({@link io.jverbs.datagram.DatagramQueuePair}) through rdma_cm's UDP port space.
+ * ({@link io.jverbs.DatagramQueuePair}) through rdma_cm's UDP port space.
  * {@link io.jverbs.cm.Handshake} is what each side tells the other in the connection's private
  * data; {@link io.jverbs.cm.RdmaCmException} is rdma_cm's failure.
  *

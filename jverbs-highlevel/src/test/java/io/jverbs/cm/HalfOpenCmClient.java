@@ -2,7 +2,6 @@ package io.jverbs.cm;
 
 import io.jverbs.QueuePair;
 import io.jverbs.ibverbs.raw.verbs_h;
-import io.jverbs.internal.Secrets;
 import io.jverbs.rdmacm.raw.rdma_cma_h;
 
 import java.lang.foreign.Arena;
@@ -50,14 +49,14 @@ public final class HalfOpenCmClient implements AutoCloseable {
         MemorySegment id = MemorySegment.NULL;
         try (Arena arena = Arena.ofConfined()) {
             id = channel.createId();
-            RdmaCm.resolveRoute(channel, id, arena, host, port, deadline, Secrets.core().contextName(qp.config().sendQueue()));
+            RdmaCm.resolveRoute(channel, id, arena, host, port, deadline, Core.contextName(qp.config().sendQueue()));
             RdmaCm.moveTo(id, qp, verbs_h.IBV_QPS_INIT);
             RdmaCm.check("rdma_connect", rdma_cma_h.rdma_connect(id, RdmaCm.connParam(arena, qp)));
             RdmaCm.Channel.Event answer = channel.expect(rdma_cma_h.RDMA_CM_EVENT_CONNECT_RESPONSE, deadline,
                     host + ":" + port);
             RdmaCm.moveTo(id, qp, verbs_h.IBV_QPS_RTR);
             RdmaCm.moveTo(id, qp, verbs_h.IBV_QPS_RTS);
-            Secrets.core().markConnected(qp); // and no rdma_establish: the listener never hears the last step
+            Core.markConnected(qp); // and no rdma_establish: the listener never hears the last step
             return new HalfOpenCmClient(channel, id, Handshake.decode(answer.privateData()));
         } catch (RuntimeException e) {
             RdmaCm.reap(id, channel);

@@ -6,7 +6,7 @@ import io.jverbs.ProtectionDomain;
 import io.jverbs.QueuePair;
 import io.jverbs.Rdma;
 import io.jverbs.RegisteredBuffer;
-import io.jverbs.datagram.DatagramQueuePair;
+import io.jverbs.DatagramQueuePair;
 import io.jverbs.ibverbs.device.DeviceTest;
 import io.jverbs.ibverbs.device.TestDevice;
 import org.junit.jupiter.api.Test;
@@ -203,7 +203,7 @@ class DatagramTest {
             RegisteredBuffer out = a.pd().allocate(4096);
             RegisteredBuffer in = b.pd().allocate(16 * 256);
             DatagramQueuePair.Destination to = sender.destination(receiver.address());
-            io.jverbs.datagram.DatagramBatch batch = sender.newBatch(4);
+            io.jverbs.DatagramBatch batch = sender.newBatch(4);
             for (int round = 0; round < 3; round++) {
                 for (int i = 0; i < 4; i++) {
                     int k = round * 4 + i;
@@ -227,7 +227,7 @@ class DatagramTest {
             }
             assertThrows(IllegalStateException.class, () -> batch.send(60, to, out, 0, 8, true), "a full batch");
             DatagramQueuePair.Destination foreign = receiver.destination(sender.address());
-            io.jverbs.datagram.DatagramBatch small = sender.newBatch(2);
+            io.jverbs.DatagramBatch small = sender.newBatch(2);
             assertThrows(IllegalArgumentException.class, () -> small.send(1, foreign, out, 0, 8, true), "another QP's destination");
             assertThrows(IllegalArgumentException.class, () -> small.send(1, to, out, 0, 4000, true), "over the MTU");
             assertThrows(IllegalArgumentException.class, () -> receiver.post(small), "a batch of another queue pair");
@@ -277,7 +277,7 @@ class DatagramTest {
             to.close();
             assertEquals(1, sender.addressHandles(), "a second close is a no-op");
 
-            io.jverbs.datagram.DatagramBatch batch = sender.newBatch(2);
+            io.jverbs.DatagramBatch batch = sender.newBatch(2);
             batch.send(20, kept, out, 0, 8, false);
             kept.close(); // nothing outstanding: released at once
             assertEquals(0, sender.addressHandles());

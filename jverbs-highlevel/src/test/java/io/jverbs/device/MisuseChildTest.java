@@ -99,9 +99,9 @@ class MisuseChildTest {
             return post + "; a fill: " + fill;
         });
         CASES.put("fill or post a datagram batch after its queue pair closed", lb -> {
-            io.jverbs.datagram.DatagramQueuePair ud = datagramQp(lb, 4, io.jverbs.datagram.DatagramQueuePair.DEFAULT_QKEY);
-            io.jverbs.datagram.DatagramQueuePair.Destination self = ud.destination(ud.address());
-            io.jverbs.datagram.DatagramBatch batch = ud.newBatch(2);
+            io.jverbs.DatagramQueuePair ud = datagramQp(lb, 4, io.jverbs.DatagramQueuePair.DEFAULT_QKEY);
+            io.jverbs.DatagramQueuePair.Destination self = ud.destination(ud.address());
+            io.jverbs.DatagramBatch batch = ud.newBatch(2);
             batch.send(1, self, lb.client.buffer, 0, 8, true);
             ud.close();
             String post = expectIse(() -> ud.post(batch), "closed");
@@ -109,8 +109,8 @@ class MisuseChildTest {
             return post + "; a fill: " + fill;
         });
         CASES.put("reply to a kept completion, send or resolve after the datagram queue pair closed", lb -> {
-            io.jverbs.datagram.DatagramQueuePair ud = datagramQp(lb, 4, io.jverbs.cm.RdmaCm.UDP_QKEY);
-            io.jverbs.datagram.DatagramQueuePair.Destination self = ud.destination(ud.address());
+            io.jverbs.DatagramQueuePair ud = datagramQp(lb, 4, io.jverbs.cm.RdmaCm.UDP_QKEY);
+            io.jverbs.DatagramQueuePair.Destination self = ud.destination(ud.address());
             ud.receive(1, lb.client.buffer, 1024, 1024);
             ud.sendWithImmediate(2, self, lb.client.buffer, 0, 8, ud.number());
             io.jverbs.Completion[] kept = new io.jverbs.Completion[1];
@@ -133,9 +133,9 @@ class MisuseChildTest {
             return reply + "; send: " + send + "; resolve: " + resolve;
         });
         CASES.put("close a destination with datagrams in flight, then send or post a batch to it", lb -> {
-            io.jverbs.datagram.DatagramQueuePair ud = datagramQp(lb, 8, io.jverbs.datagram.DatagramQueuePair.DEFAULT_QKEY);
-            io.jverbs.datagram.DatagramQueuePair.Destination self = ud.destination(ud.address());
-            io.jverbs.datagram.DatagramBatch batch = ud.newBatch(2);
+            io.jverbs.DatagramQueuePair ud = datagramQp(lb, 8, io.jverbs.DatagramQueuePair.DEFAULT_QKEY);
+            io.jverbs.DatagramQueuePair.Destination self = ud.destination(ud.address());
+            io.jverbs.DatagramBatch batch = ud.newBatch(2);
             batch.send(9, self, lb.client.buffer, 0, 8, true);
             for (int i = 0; i < 4; i++) {
                 ud.receive(10 + i, lb.client.buffer, 1024 + i * 256L, 256);
@@ -154,7 +154,7 @@ class MisuseChildTest {
                         + " failed, " + ud.addressHandles() + " address handles left");
             }
             // a destination left open goes with its queue pair: closing it afterwards must not destroy its handle twice
-            io.jverbs.datagram.DatagramQueuePair.Destination open = ud.destination(ud.address());
+            io.jverbs.DatagramQueuePair.Destination open = ud.destination(ud.address());
             ud.close();
             open.close();
             self.close();
@@ -231,8 +231,8 @@ class MisuseChildTest {
     }
 
     /** A datagram queue pair on the loopback client's domain and completion queue, the default GID. */
-    private static io.jverbs.datagram.DatagramQueuePair datagramQp(Loopback lb, int depth, int qkey) {
-        return io.jverbs.datagram.DatagramQueuePair.create(lb.client.pd, lb.client.cq, depth, qkey, -1);
+    private static io.jverbs.DatagramQueuePair datagramQp(Loopback lb, int depth, int qkey) {
+        return io.jverbs.DatagramQueuePair.create(lb.client.pd, lb.client.cq, depth, qkey, -1);
     }
 
     /** Asserts that {@code call} throws an IllegalStateException naming {@code messagePart}; returns what it said. */

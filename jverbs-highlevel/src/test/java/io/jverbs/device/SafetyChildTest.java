@@ -17,7 +17,7 @@ import io.jverbs.cm.CmConnection;
 import io.jverbs.cm.Connection;
 import io.jverbs.cm.HalfOpenCmClient;
 import io.jverbs.cm.RdmaCm;
-import io.jverbs.datagram.DatagramQueuePair;
+import io.jverbs.DatagramQueuePair;
 import io.jverbs.ibverbs.device.ChildJvm;
 import io.jverbs.ibverbs.device.DeviceTest;
 import io.jverbs.ibverbs.device.TestDevice;

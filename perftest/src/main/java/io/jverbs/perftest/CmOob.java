@@ -4,7 +4,7 @@ import io.jverbs.cm.CmConnection;
 import io.jverbs.Completion;
 import io.jverbs.CompletionHandler;
 import io.jverbs.CompletionQueue;
-import io.jverbs.datagram.DatagramQueuePair;
+import io.jverbs.DatagramQueuePair;
 import io.jverbs.QueuePair;
 import io.jverbs.QueuePairConfig;
 import io.jverbs.cm.RdmaCm;

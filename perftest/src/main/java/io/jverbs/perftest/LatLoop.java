@@ -3,7 +3,7 @@ package io.jverbs.perftest;
 import io.jverbs.Completion;
 import io.jverbs.CompletionHandler;
 import io.jverbs.CompletionQueue;
-import io.jverbs.datagram.DatagramQueuePair;
+import io.jverbs.DatagramQueuePair;
 import io.jverbs.QueuePair;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;

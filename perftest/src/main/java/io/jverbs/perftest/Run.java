@@ -2,7 +2,7 @@ package io.jverbs.perftest;
 
 import io.jverbs.cm.CmConnection;
 import io.jverbs.CompletionHandler;
-import io.jverbs.datagram.DatagramQueuePair;
+import io.jverbs.DatagramQueuePair;
 import io.jverbs.QueuePair;
 import io.jverbs.cm.RdmaCm;
 import io.jverbs.cm.RdmaCmException;

@@ -3,7 +3,7 @@ package io.jverbs.perftest;
 import io.jverbs.Access;
 import io.jverbs.CompletionQueue;
 import io.jverbs.Context;
-import io.jverbs.datagram.DatagramQueuePair;
+import io.jverbs.DatagramQueuePair;
 import io.jverbs.cm.RdmaCm;
 import io.jverbs.Endpoint;
 import io.jverbs.Gid;

@@ -515,9 +515,9 @@ class RdmaCmModeTest {
             peer.preambleAsClient();
             peer.send(new byte[56]);
             peer.receive();
-            io.jverbs.datagram.DatagramQueuePair ud = io.jverbs.datagram.DatagramQueuePair.create(peer.pd, peer.cq, 4, RdmaCm.UDP_QKEY,
+            io.jverbs.DatagramQueuePair ud = io.jverbs.DatagramQueuePair.create(peer.pd, peer.cq, 4, RdmaCm.UDP_QKEY,
                     device.gidIndexEnv());
-            io.jverbs.datagram.DatagramQueuePair.Address address = null;
+            io.jverbs.DatagramQueuePair.Address address = null;
             for (int attempt = 0; address == null && attempt < 100; attempt++) {
                 try {
                     address = RdmaCm.connectDatagram(ud, ip(device), port, Duration.ofSeconds(20));

@@ -1,8 +1,5 @@
-package io.jverbs.internal;
+package io.jverbs;
 
-import io.jverbs.Context;
-import io.jverbs.QueuePairConfig;
-import io.jverbs.Resource;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.concurrent.locks.LockSupport;
@@ -24,7 +21,7 @@ import java.util.concurrent.locks.LockSupport;
  * re-entry and to tell the destroy that the owner is inside. Once that thread has ended, the
  * close (taken as {@code "close"}) is accepted from any thread.
  */
-public final class PostLock {
+final class PostLock {
     private static final VarHandle OWNER;
 
     static {
@@ -102,7 +99,7 @@ public final class PostLock {
     private void lockConfined(String what) {
         // once its thread has ended, a confined queue's close (and only that) may come from any thread
         if (Thread.currentThread() != confinedTo && (confinedTo.isAlive() || !"close".equals(what))) {
-            throw Secrets.core().wrongThread(guarded, confinedTo, what);
+            throw guarded.wrongThread(confinedTo, what);
         }
         if (confinedHeld) {
             throw reentered(what);

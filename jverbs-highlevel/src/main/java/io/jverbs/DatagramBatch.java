@@ -1,11 +1,6 @@
-package io.jverbs.datagram;
+package io.jverbs;
 
-import io.jverbs.PostList;
-import io.jverbs.RegisteredBuffer;
 import io.jverbs.ibverbs.raw.verbs_h;
-import io.jverbs.internal.CoreAccess;
-import io.jverbs.internal.Secrets;
-import io.jverbs.internal.WorkRequests;
 
 import java.lang.foreign.MemorySegment;
 
@@ -24,7 +19,6 @@ import java.lang.foreign.MemorySegment;
  * fill and post a batch from one thread.
  */
 public final class DatagramBatch extends PostList {
-    private static final CoreAccess CORE = Secrets.core();
     private final DatagramQueuePair qp;
     /** The list's memory and its address (the superclass's, kept here for the adds). */
     private final MemorySegment memory;
@@ -57,14 +51,14 @@ public final class DatagramBatch extends PostList {
      */
     public DatagramBatch send(long wrId, DatagramQueuePair.Destination to, RegisteredBuffer local, long localOffset,
                               int length, boolean wantSignal) {
-        int i = CORE.nextIndex(this, wrId);
+        int i = nextIndex(wrId);
         qp.checkSend(to, local, localOffset, length, "batch");
-        long wr = CORE.wrOffset(i);
-        WorkRequests.send(memory, base, wr, CORE.sgeOffset(this, i), wrId, verbs_h.IBV_WR_SEND,
+        long wr = PostList.wrOffset(i);
+        WorkRequests.send(memory, base, wr, sgeOffset(i), wrId, verbs_h.IBV_WR_SEND,
                 wantSignal ? verbs_h.IBV_SEND_SIGNALED : 0, 0, local.address() + localOffset, length, local.lkey());
         DatagramQueuePair.address(memory, wr, to);
         this.to[i] = to;
-        CORE.added(this, i, local);
+        added(i, local);
         return this;
     }
 

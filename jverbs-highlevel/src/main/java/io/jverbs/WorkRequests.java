@@ -1,6 +1,5 @@
-package io.jverbs.internal;
+package io.jverbs;
 
-import io.jverbs.RemoteBuffer;
 import io.jverbs.ibverbs.internal.DataPath;
 import io.jverbs.ibverbs.internal.NativeAccess;
 import io.jverbs.ibverbs.raw.ibv_context_ops;
@@ -12,7 +11,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /** Filling {@code ibv_send_wr} / {@code ibv_recv_wr} and their one SGE in place, shared by the queue-pair kinds and batches. */
-public final class WorkRequests {
+final class WorkRequests {
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
     /** All of memory: the queues' own request memory is written by absolute address (no per-access scope checks). */

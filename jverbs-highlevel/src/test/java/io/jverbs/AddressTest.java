@@ -1,4 +1,4 @@
-package io.jverbs.datagram;
+package io.jverbs;
 
 import org.junit.jupiter.api.Test;
 

@@ -1,14 +1,5 @@
-package io.jverbs.datagram;
+package io.jverbs;
 
-import io.jverbs.Completion;
-import io.jverbs.CompletionHandler;
-import io.jverbs.CompletionQueue;
-import io.jverbs.Context;
-import io.jverbs.Gid;
-import io.jverbs.ProtectionDomain;
-import io.jverbs.QueueEndpoint;
-import io.jverbs.QueuePair;
-import io.jverbs.RegisteredBuffer;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.VerbsException;
 import io.jverbs.ibverbs.raw.ibv_ah_attr;
@@ -22,11 +13,6 @@ import io.jverbs.ibverbs.raw.ibv_qp_init_attr;
 import io.jverbs.ibverbs.raw.ibv_send_wr;
 import io.jverbs.ibverbs.raw.ibv_wc;
 import io.jverbs.ibverbs.raw.verbs_h;
-import io.jverbs.internal.CoreAccess;
-import io.jverbs.internal.DatagramAccess;
-import io.jverbs.internal.Secrets;
-import io.jverbs.internal.SendQueue;
-import io.jverbs.internal.WorkRequests;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -52,7 +38,6 @@ public final class DatagramQueuePair extends QueueEndpoint {
     public static final int GRH_BYTES = 40;
     /** The default Q_Key. */
     public static final int DEFAULT_QKEY = 0x11111111;
-    private static final CoreAccess CORE = Secrets.core();
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
     private static final long SEND_WR = 0;
@@ -61,24 +46,6 @@ public final class DatagramQueuePair extends QueueEndpoint {
     private static final long RECV_SGE = RECV_WR + 32;
     private static final long BAD_WR = RECV_SGE + 16;
 
-    static {
-        Secrets.setDatagram(new DatagramAccess() {
-            @Override
-            public String deviceName(DatagramQueuePair qp) {
-                return qp.deviceName();
-            }
-
-            @Override
-            public int gidIndex(DatagramQueuePair qp) {
-                return qp.gidIndex();
-            }
-
-            @Override
-            public int portNumber(DatagramQueuePair qp) {
-                return qp.portNumber();
-            }
-        });
-    }
 
     /**
      * Where a datagram peer is: what {@link #destination} needs.
@@ -280,17 +247,17 @@ public final class DatagramQueuePair extends QueueEndpoint {
             throw new IllegalArgumentException("port must be 1 to 255, not " + portNum);
         }
         Context context = pd.context();
-        CORE.requireServes(cq, pd, 2 * depth, "datagram queue pair");
+        cq.requireServes(pd, 2 * depth, "datagram queue pair");
         Context.PortAttributes port = context.port(portNum);
         Gid gid = gidIndex >= 0 ? context.gid(portNum, gidIndex) : context.chooseGid(portNum);
         synchronized (pd) {
-            CORE.ensureOpen(pd, "create a queue pair");
+            pd.ensureOpen("create a queue pair");
             // the queue's handle is read by ibv_create_qp: its destroy waits until the attach
-            MemorySegment cqHandle = CORE.lendForCreation(cq, "create a queue pair");
+            MemorySegment cqHandle = cq.lendForCreation("create a queue pair");
             try {
                 return create(pd, cq, qkey, gid, port, depth, cqHandle);
             } finally {
-                CORE.creationEnded(cq);
+                cq.creationEnded();
             }
         }
     }
@@ -309,7 +276,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
             ibv_qp_cap.max_send_sge(cap, 1);
             ibv_qp_cap.max_recv_sge(cap, 1);
             ibv_qp_init_attr.qp_type(attr, verbs_h.IBV_QPT_UD);
-            qp = verbs_h.ibv_create_qp(CORE.raw(pd), attr);
+            qp = verbs_h.ibv_create_qp(pd.raw(), attr);
             if (qp.address() == 0) {
                 throw VerbsException.of("ibv_create_qp", Native.lastErrno());
             }
@@ -319,11 +286,11 @@ public final class DatagramQueuePair extends QueueEndpoint {
         try {
             pair = new DatagramQueuePair(pd, cq, qp, qkey, gid, port, depth);
             pair.toRts();
-            CORE.attach(cq, pair);
-            CORE.adoptedByParent(pair);
+            cq.attach(pair);
+            pair.adoptedByParent();
         } catch (RuntimeException e) {
             if (pair != null) {
-                CORE.detach(cq, pair);
+                cq.detach(pair);
             }
             verbs_h.ibv_destroy_qp(qp);
             throw e;
@@ -382,7 +349,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
 
     /** The name of the device this queue pair is on. */
     String deviceName() {
-        return CORE.contextName(cq);
+        return cq.contextName();
     }
 
     /** The GID index its destinations send from. */
@@ -408,7 +375,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
      *         holds: close destinations no longer needed)
      */
     public synchronized Destination destination(Address peer) {
-        CORE.ensureOpen(this, "make a destination");
+        ensureOpen("make a destination");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(ibv_ah_attr.LAYOUT);
             ibv_ah_attr.port_num(attr, (byte) port.port());
@@ -455,18 +422,18 @@ public final class DatagramQueuePair extends QueueEndpoint {
      * @throws VerbsException when the library cannot make an address from the header, or the device refuses it
      */
     public synchronized Destination replyTo(Completion received, RegisteredBuffer local, long localOffset, int qkey) {
-        CORE.ensureOpen(this, "make a destination");
+        ensureOpen("make a destination");
         if (!received.isSuccess() || !received.isReceive() || received.qpNumber() != number) {
             throw new IllegalArgumentException("not a successful receive of datagram queue pair " + number + ": " + received);
         }
-        CORE.checkRange(local, localOffset, GRH_BYTES, "read the routing header");
+        local.checkRange(localOffset, GRH_BYTES, "read the routing header");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(ibv_ah_attr.LAYOUT);
             MemorySegment q = qp.reinterpret(ibv_qp.sizeof());
             // copies of the completion and the header: the library reads them with the CPU, and a
             // copy through the buffer's segment throws if another thread closed the buffer meanwhile
             MemorySegment wc = a.allocate(ibv_wc.LAYOUT).copyFrom(
-                    MemorySegment.ofAddress(CORE.currentAddress(received)).reinterpret(ibv_wc.sizeof()));
+                    MemorySegment.ofAddress(received.currentAddress()).reinterpret(ibv_wc.sizeof()));
             MemorySegment grh = a.allocate(GRH_BYTES, 8).copyFrom(local.segment().asSlice(localOffset, GRH_BYTES));
             int rc = verbs_h.ibv_init_ah_from_wc(ibv_qp.context(q), (byte) port.port(), wc, grh, attr);
             if (rc != 0) {
@@ -546,7 +513,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
             throw new IllegalArgumentException("the destination was made by another queue pair");
         }
         checkOpenDestination(to, what);
-        CORE.checkUse(local, pd, localOffset, length, false, what);
+        local.checkUse(pd, localOffset, length, false, what);
         if (length > port.activeMtuBytes()) {
             throw new IllegalArgumentException("a datagram carries at most the MTU (" + port.activeMtuBytes()
                     + " bytes), not " + length);
@@ -577,11 +544,11 @@ public final class DatagramQueuePair extends QueueEndpoint {
      * @throws IllegalStateException    when closed
      */
     public synchronized DatagramBatch newBatch(int capacity) {
-        CORE.ensureOpen(this, "make a batch");
+        ensureOpen("make a batch");
         if (capacity < 1 || capacity > depth) {
             throw new IllegalArgumentException("batch capacity 1.." + depth + ", not " + capacity);
         }
-        return new DatagramBatch(this, capacity, arena.allocate(CORE.listBytes(capacity), 64));
+        return new DatagramBatch(this, capacity, arena.allocate(PostList.listBytes(capacity), 64));
     }
 
     /**
@@ -601,7 +568,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
         if (batch.owner() != this) {
             throw new IllegalArgumentException("the batch belongs to another queue pair");
         }
-        CORE.recheck(batch, "post a batch");
+        batch.recheck("post a batch");
         int n = batch.size();
         if (n == 0) {
             return QueuePair.OK;
@@ -610,12 +577,12 @@ public final class DatagramQueuePair extends QueueEndpoint {
             return QueuePair.SEND_QUEUE_FULL;
         }
         batch.checkDestinations(); // under this lock, as Destination.close: none is closed between here and the post
-        CORE.signal(batch, n - 1, true); // its completion retires the whole list's room
+        batch.signal(n - 1, true); // its completion retires the whole list's room
         scratch.set(LONG, BAD_WR, 0L); // a provider that fails without naming the request leaves it unknown, not stale
         int runBefore = sendQueue.run();
         long tailBefore = sendQueue.countingList(batch, n); // before the post: a completion may come at once
-        int rc = WorkRequests.post(postSendFn, qpAddress, CORE.firstAddress(batch), scratchAddress + BAD_WR);
-        int posted = rc == 0 ? n : CORE.postedBefore(batch, scratch.get(LONG, BAD_WR));
+        int rc = WorkRequests.post(postSendFn, qpAddress, batch.firstAddress(), scratchAddress + BAD_WR);
+        int posted = rc == 0 ? n : batch.postedBefore(scratch.get(LONG, BAD_WR));
         if (rc != 0) {
             // the run left is > 0 only when the provider refused the list's signaled last send
             sendQueue.listRefused(batch, n, posted, tailBefore, runBefore);
@@ -645,7 +612,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
             throw new IllegalArgumentException("a datagram receive needs at least " + GRH_BYTES
                     + " bytes (the routing header comes first), not " + length);
         }
-        CORE.checkUse(local, pd, localOffset, length, true, "receive");
+        local.checkUse(pd, localOffset, length, true, "receive");
         if (recvOutstanding >= depth) {
             return QueuePair.RECEIVE_QUEUE_FULL;
         }
@@ -661,7 +628,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
     }
 
     private void check(String what, long wrId) {
-        CORE.ensureOpen(this, what);
+        ensureOpen(what);
         if (errorText != null) {
             throw new IllegalStateException("datagram queue pair " + number + " is in error (" + errorText + "): "
                     + what + " refused");
@@ -741,13 +708,13 @@ public final class DatagramQueuePair extends QueueEndpoint {
 
     @Override
     public synchronized MemorySegment handle() {
-        CORE.ensureOpen(this, "use its handle");
+        ensureOpen("use its handle");
         return qp;
     }
 
     @Override
     protected void beforeDestroy() {
-        CORE.detach(cq, this);
+        cq.detach(this);
     }
 
     @Override

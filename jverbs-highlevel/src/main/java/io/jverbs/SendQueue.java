@@ -1,8 +1,5 @@
-package io.jverbs.internal;
+package io.jverbs;
 
-import io.jverbs.PostList;
-import io.jverbs.QueuePair;
-import io.jverbs.datagram.DatagramQueuePair;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
@@ -18,7 +15,7 @@ import java.lang.invoke.VarHandle;
  * (one at a time) owns {@link #done} and the ring's head. Each side publishes with a release
  * store and reads the other's with an acquire load, so neither needs a lock.
  */
-public final class SendQueue {
+final class SendQueue {
     /** The answer of {@link #room}: no room for one more request. */
     public static final int FULL = -1;
     /** The answer of {@link #room}: room, unsignaled. */
@@ -26,7 +23,6 @@ public final class SendQueue {
     /** The answer of {@link #room}: room, signaled. */
     public static final int SIGNALED = 1;
 
-    private static final CoreAccess CORE = Secrets.core();
     private static final VarHandle DONE;
     private static final VarHandle TAIL;
 
@@ -170,7 +166,7 @@ public final class SendQueue {
      */
     public long countingList(PostList list, int n) {
         long before = tail;
-        run = CORE.recordCovers(list, this, n, run);
+        run = list.recordCovers(this, n, run);
         posted += n;
         return before;
     }
@@ -188,7 +184,7 @@ public final class SendQueue {
     public void listRefused(PostList list, int n, int postedCount, long tailBefore, int runBefore) {
         posted -= n - postedCount;
         TAIL.setRelease(this, tailBefore);
-        run = CORE.recordCovers(list, this, postedCount, runBefore);
+        run = list.recordCovers(this, postedCount, runBefore);
     }
 
     /**
