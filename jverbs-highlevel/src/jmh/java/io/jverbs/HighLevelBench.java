@@ -44,7 +44,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * ops, four ways in one run: a C loop filling the work request and calling verbs.h's inline
  * functions; the thin layer ({@link InlineVerbs}); the high-level zero-allocation path
  * ({@link QueuePair#write} + {@link CompletionQueue#poll}); and the future style
- * ({@link QueuePair#writeAsync}); and two splits of the high-level path: the raw floor (fill and
+ * ({@link Async#write}); and two splits of the high-level path: the raw floor (fill and
  * the two critical downcalls, no checks, no lock) and a raw post with the high-level poll. Run with
  * {@code scripts/bench/bench-highlevel} ({@code -prof gc} for B/op).
  */
@@ -196,7 +196,7 @@ public class HighLevelBench {
     public long highLevelFutureWrite() {
         long n = 0;
         for (int i = 0; i < BATCH; i++) {
-            var f = qp.writeAsync(buffer, 0, BYTES, remote, 0);
+            var f = qp.async().write(buffer, 0, BYTES, remote, 0);
             cq.poll(null, 1);
             n += f.join().opcode() + 1;
         }

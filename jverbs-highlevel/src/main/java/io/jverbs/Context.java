@@ -513,7 +513,7 @@ public final class Context extends Resource {
      * @param maxMw           memory windows ({@code max_mw})
      * @param typeTwoWindows  whether the device binds type-2 windows
      *                        ({@code IBV_DEVICE_MEM_WINDOW_TYPE_2B}), which
-     *                        {@link QueuePair#openWindowAsync} needs
+     *                        {@link MemoryWindow#openAsync} needs
      */
     public record DeviceAttributes(String firmware, long maxMrSizeBytes, int maxQp, int maxQpWr, int maxSge, int maxCq,
                                    int maxCqe, int maxMr, int maxPd, int maxQpRdAtomic, int maxQpInitRdAtomic,

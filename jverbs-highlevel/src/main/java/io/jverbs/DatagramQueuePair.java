@@ -40,11 +40,11 @@ public final class DatagramQueuePair extends QueueEndpoint {
     public static final int DEFAULT_QKEY = 0x11111111;
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
-    private static final long SEND_WR = 0;
-    private static final long SEND_SGE = 128;
-    private static final long RECV_WR = SEND_SGE + 16;
-    private static final long RECV_SGE = RECV_WR + 32;
-    private static final long BAD_WR = RECV_SGE + 16;
+    private static final long SEND_WR = WorkRequests.SEND_WR;
+    private static final long SEND_SGE = WorkRequests.SEND_SGE;
+    private static final long RECV_WR = WorkRequests.RECV_WR;
+    private static final long RECV_SGE = WorkRequests.RECV_SGE;
+    private static final long BAD_WR = WorkRequests.BAD_WR;
 
 
     /**
@@ -199,7 +199,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
         this.port = port;
         this.depth = depth;
         this.sendQueue = new SendQueue(depth);
-        this.scratch = arena.allocate(BAD_WR + 16, 64);
+        this.scratch = arena.allocate(WorkRequests.INLINE, 64);
         this.scratchAddress = scratch.address();
         MemorySegment ctx = ibv_qp.context(q).reinterpret(ibv_context.sizeof());
         this.postSendFn = WorkRequests.postSendOp(ctx);

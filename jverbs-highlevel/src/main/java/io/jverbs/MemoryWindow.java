@@ -1,6 +1,5 @@
 package io.jverbs;
 
-import io.jverbs.cm.Handshake;
 import io.jverbs.ibverbs.InlineVerbs;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.VerbsException;
@@ -17,8 +16,8 @@ import java.util.concurrent.CompletionException;
  * ({@link #remote()}) reaches only that range, only with those rights, only through that queue
  * pair, and only until the window is invalidated or closed; the buffer's own rkey is never sent.
  *
- * <p>Made by {@link QueuePair#openWindowAsync}, which binds the window on the queue pair's send
- * queue ({@code IBV_WR_BIND_MW}), or by {@link QueuePair#prepareWindow} and then
+ * <p>Made by {@link #openAsync(QueuePair, RegisteredBuffer, long, long, Access...)}, which binds the window on the queue pair's send
+ * queue ({@code IBV_WR_BIND_MW}), or by {@link #prepare} and then
  * {@link #bindAsync()}, when the peer must learn the rkey before the queue pair is connected. {@link #invalidateAsync()} revokes it there
  * ({@code IBV_WR_LOCAL_INV}); after that the peer's requests with its rkey fail with a remote
  * access error (and its queue pair with them). {@link #close()} frees the window
@@ -26,7 +25,7 @@ import java.util.concurrent.CompletionException;
  *
  * <p>Devices: memory windows need {@code IBV_DEVICE_MEM_WINDOW_TYPE_2B} and {@code max_mw > 0}
  * ({@code ibv_devinfo -v}). Soft-RoCE (rxe) has both on Linux 6.1 and 6.12; ConnectX (mlx5)
- * devices have them too. Where the device has none, {@link QueuePair#openWindowAsync} throws
+ * devices have them too. Where the device has none, {@code openAsync} throws
  * {@link UnsupportedOperationException}: share a buffer registered for just that purpose instead.
  *
  * <p><b>Soft-RoCE does not enforce a window's range.</b> On rxe (seen on Linux 6.1 and 6.12) the
@@ -74,6 +73,111 @@ public final class MemoryWindow extends Resource {
         this.rkey = InlineVerbs.ibv_inc_rkey(ibv_mw.rkey(mw));
     }
 
+    /**
+     * {@link #openAsync(QueuePair, RegisteredBuffer, long, long, Access...)} for a slice.
+     *
+     * @param qp     an RC queue pair, connected
+     * @param range  the range to share
+     * @param rights what the peer may do in it
+     * @return completes with the bound window
+     * @throws UnsupportedOperationException when the device has no type-2 windows, or the queue pair is not RC
+     * @throws IllegalArgumentException      as the buffer form
+     * @throws IllegalStateException         when not connected, in error, or closed
+     */
+    public static CompletableFuture<MemoryWindow> openAsync(QueuePair qp, Slice range, Access... rights) {
+        return openAsync(qp, range.buffer(), range.offset(), range.length(), rights);
+    }
+
+    /**
+     * Shares one range of a buffer with {@code qp}'s peer through a new type-2 memory
+     * window, with its own rkey and only the rights given: the peer reaches nothing outside the
+     * range, nothing beyond the rights, and only through this queue pair, until the window is
+     * invalidated or closed ({@link MemoryWindow}). The buffer's own rkey is never involved, so a
+     * buffer registered with no remote rights at all can be shared this way.
+     *
+     * <p>The window is bound on this queue pair's send queue ({@code IBV_WR_BIND_MW}), so the
+     * future completes when this queue pair's completions are polled, as any other future does.
+     * The queue pair's own remote access is widened to {@code rights} when it follows its domain's
+     * rights (the default); a queue pair given explicit rights
+     * ({@link QueuePairConfig#withRemoteAccess}) must already include them.
+     *
+     * @param qp     an RC queue pair, connected (for a bind)
+     * @param buffer a buffer of this queue pair's protection domain; it stays registered while
+     *               the window is open (closing it closes the window first)
+     * @param offset the range's first byte in {@code buffer}
+     * @param length the range's bytes, at least 1
+     * @param rights what the peer may do in the range: at least one of {@link Access}
+     * @return completes with the bound window (send {@link MemoryWindow#remote()} to the peer);
+     *         fails as the queue pair's other operations do, and then frees the window
+     * @throws UnsupportedOperationException when the device has no type-2 windows (see
+     *                                       {@link MemoryWindow}), or the queue pair is not RC
+     * @throws IllegalArgumentException      when {@code rights} is empty, grants write or atomics
+     *                                       over a read-only buffer, exceeds this queue pair's
+     *                                       explicit remote access, or the buffer belongs to another
+     *                                       protection domain
+     * @throws IndexOutOfBoundsException     when the range lies outside the buffer
+     * @throws IllegalStateException         when not connected, in error, or closed
+     * @throws io.jverbs.ibverbs.VerbsException when {@code ibv_alloc_mw} fails
+     */
+    public static CompletableFuture<MemoryWindow> openAsync(QueuePair qp, RegisteredBuffer buffer, long offset, long length,
+                                                            Access... rights) {
+        qp.ensureOpen("bind a memory window");
+        if (qp.state != QueuePair.State.CONNECTED) {
+            throw qp.notPostable("bind a memory window");
+        }
+        return prepare(qp, buffer, offset, length, rights).bindAsync();
+    }
+
+    /**
+     * Allocates a type-2 memory window over one range of a buffer for {@code qp}'s peer,
+     * without binding it yet: its rkey ({@link MemoryWindow#rkey()}, {@link MemoryWindow#remote()})
+     * is known now, so it can be told to the peer in a connection's handshake, and the window is
+     * bound once the queue pair is connected ({@link MemoryWindow#bindAsync()}). Until the bind
+     * completes, a peer's request with the rkey fails with a remote access error. This is how a
+     * {@link io.jverbs.cm.Connection} server grants each connection its own windows.
+     *
+     * @param qp     an RC queue pair, connected (for a bind)
+     * @param buffer a buffer of this queue pair's protection domain
+     * @param offset the range's first byte in {@code buffer}
+     * @param length the range's bytes, at least 1
+     * @param rights what the peer may do in the range: at least one of {@link Access}
+     * @return the window, allocated and not bound
+     * @throws UnsupportedOperationException when the device has no type-2 windows, or the queue pair is not RC
+     * @throws IllegalArgumentException      as {@link #openAsync(QueuePair, RegisteredBuffer, long, long, Access...)}
+     * @throws IndexOutOfBoundsException     when the range lies outside the buffer
+     * @throws IllegalStateException         when the queue pair is closed
+     * @throws io.jverbs.ibverbs.VerbsException when {@code ibv_alloc_mw} fails
+     */
+    public static MemoryWindow prepare(QueuePair qp, RegisteredBuffer buffer, long offset, long length, Access... rights) {
+        String what = "bind a memory window";
+        qp.requireReliable(what);
+        java.util.Set<Access> wanted = rights.length == 0 ? java.util.EnumSet.noneOf(Access.class)
+                : java.util.EnumSet.of(rights[0], rights);
+        if (wanted.isEmpty()) {
+            throw new IllegalArgumentException(what + ": give the peer at least one right (REMOTE_READ, REMOTE_WRITE,"
+                    + " REMOTE_ATOMIC)");
+        }
+        if (length <= 0) {
+            throw new IllegalArgumentException(what + ": a window covers at least 1 byte, not " + length);
+        }
+        boolean deviceWrites = wanted.contains(Access.REMOTE_WRITE) || wanted.contains(Access.REMOTE_ATOMIC);
+        buffer.checkUse(qp.protectionDomain(), offset, length, deviceWrites, what);
+        if (qp.config().remoteAccess() != null && !qp.config().remoteAccess().containsAll(wanted)) {
+            throw new IllegalArgumentException(what + ": queue pair " + qp.number() + " grants only " + qp.config().remoteAccess()
+                    + " (QueuePairConfig.withRemoteAccess); the peer's requests through a window with " + wanted
+                    + " would fail");
+        }
+        int windows = qp.protectionDomain().context().typeTwoWindows();
+        if (windows == 0) {
+            throw new UnsupportedOperationException(what + ": device " + qp.protectionDomain().context().name() + " has no type-2 memory"
+                    + " windows (IBV_DEVICE_MEM_WINDOW_TYPE_2B, max_mw; see ibv_devinfo -v): share a buffer registered"
+                    + " for the purpose instead");
+        }
+        qp.ensureOpen(what);
+        qp.protectionDomain().grantRemoteAccess(wanted);
+        return MemoryWindow.allocate(qp, buffer, buffer.address() + offset, length, wanted);
+    }
+
     /** Allocates a window in {@code qp}'s domain for {@code [address, address + length)} of {@code buffer}; not bound yet. */
     static MemoryWindow allocate(QueuePair qp, RegisteredBuffer buffer, long address, long length, Set<Access> rights) {
         MemoryWindow w;
@@ -102,7 +206,7 @@ public final class MemoryWindow extends Resource {
     }
 
     /**
-     * Binds the window prepared by {@link QueuePair#prepareWindow} on its queue pair's send queue
+     * Binds the window prepared by {@link #prepare} on its queue pair's send queue
      * ({@code IBV_WR_BIND_MW}), with the rkey and rights it was prepared with. The bind takes
      * effect on the device in the order of the send queue; the future completes when the queue
      * pair's completions are polled, as any other future does.
@@ -149,7 +253,7 @@ public final class MemoryWindow extends Resource {
 
     /**
      * Returns what the peer needs to reach the window's range: its address, length, rkey and
-     * rights. Send it to the peer (in a {@link Handshake}, or as a message). A window prepared and
+     * rights. Send it to the peer (in a {@link io.jverbs.cm.Handshake}, or as a message). A window prepared and
      * not bound yet already has it: the peer's requests fail until the bind completes.
      *
      * @return the window's range as the peer addresses it

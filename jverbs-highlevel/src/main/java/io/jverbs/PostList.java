@@ -12,8 +12,8 @@ import java.lang.foreign.ValueLayout;
  * from the first with one {@code ibv_post_send}. Not thread-safe: fill and post from one thread.
  */
 public abstract sealed class PostList permits WorkBatch, DatagramBatch {
-    static final long WR_BYTES = 128;
-    static final long SGE_BYTES = 16;
+    static final long WR_BYTES = io.jverbs.ibverbs.raw.ibv_send_wr.sizeof();
+    static final long SGE_BYTES = io.jverbs.ibverbs.raw.ibv_sge.sizeof();
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED;
 

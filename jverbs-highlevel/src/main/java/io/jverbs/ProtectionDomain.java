@@ -3,6 +3,8 @@ package io.jverbs;
 import io.jverbs.ibverbs.InlineVerbs;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.VerbsException;
+import io.jverbs.ibverbs.raw.ibv_qp_cap;
+import io.jverbs.ibverbs.raw.ibv_qp_init_attr;
 import io.jverbs.ibverbs.raw.verbs_h;
 
 import java.lang.foreign.Arena;
@@ -203,7 +205,7 @@ public final class ProtectionDomain extends Resource {
     /**
      * From now on, buffers registered in this domain carry no remote rights of their own: a peer
      * reaches memory of the domain only through a type-2 memory window bound for its queue pair
-     * ({@link QueuePair#openWindowAsync}, {@link QueuePair#prepareWindow}). A buffer's own rkey
+     * ({@link MemoryWindow#openAsync}, {@link MemoryWindow#prepare}). A buffer's own rkey
      * reaches every queue pair of its domain, so one peer of a server could guess the rkey of
      * memory meant for another (on rxe an rkey is the region's index and one random byte); a
      * window's rkey works only through the queue pair it is bound on. A
@@ -295,7 +297,7 @@ public final class ProtectionDomain extends Resource {
      * @throws IllegalStateException when this domain or a completion queue is closed
      */
     public QueuePair createQueuePair(QueuePairConfig config) {
-        return QueuePair.create(this, config);
+        return create(this, config);
     }
 
     MemorySegment raw() {
@@ -305,5 +307,141 @@ public final class ProtectionDomain extends Resource {
     @Override
     void destroyNative() {
         VerbsException.check("ibv_dealloc_pd", verbs_h.ibv_dealloc_pd(pd), 0);
+    }
+
+    /**
+     * Why a peer could not use {@code offered} through {@code qp}, a queue pair of this domain, or
+     * null when it can: it must be an open buffer of this domain (its rkey, inside its range) or
+     * an open memory window bound on {@code qp}.
+     */
+    String offerProblem(QueuePair qp, RemoteBuffer offered) {
+        for (Resource r : children()) {
+            if (r instanceof RegisteredBuffer b && !b.isClosed() && b.rkey() == offered.rkey()) {
+                if (!b.holds(offered.address() - b.address(), offered.length())) {
+                    return "its range lies outside " + b;
+                }
+                if (!offered.rights().containsAll(b.access())) {
+                    return "the buffer's own rkey gives " + b.access() + ", not the " + offered.rights() + " offered:"
+                            + " a peer that ignores the offer can do all of " + b.access() + " (and reach the whole"
+                            + " buffer); offer what the registration gives, or share it through a window with fewer"
+                            + " rights (MemoryWindow.openAsync, Connection.Options.grant)";
+                }
+                return null;
+            }
+        }
+        for (Resource r : qp.children()) {
+            if (r instanceof MemoryWindow w && !w.isClosed() && w.rkey() == offered.rkey()) {
+                return null;
+            }
+        }
+        return "its rkey 0x" + Integer.toHexString(offered.rkey()) + " is no open buffer of " + this
+                + " (the queue pair's protection domain) nor a window bound on queue pair " + qp.number();
+    }
+
+    /** Makes a queue pair on {@code pd} (see {@link #createQueuePair}); the queues are checked and lent to ibv_create_qp. */
+    static QueuePair create(ProtectionDomain pd, QueuePairConfig config) {
+        Context context = pd.context();
+        boolean oneQueue = config.sendQueue() == config.receiveQueue();
+        config.sendQueue().requireServes(pd, config.maxSendWr() + (oneQueue ? config.maxRecvWr() : 0), "queue pair");
+        if (!oneQueue) {
+            config.receiveQueue().requireServes(pd, config.maxRecvWr(), "queue pair");
+        }
+        Context.PortAttributes port = context.port(config.port());
+        Gid gid = config.gidIndex() >= 0 ? context.gid(config.port(), config.gidIndex()) : context.chooseGid(config.port());
+        int rdAtomic = Math.min(config.maxRdAtomic(), context.rdAtomicLimit()); // the device caps it
+        try {
+            synchronized (pd) {
+                pd.ensureOpen("create a queue pair");
+                // the queues' handles are read by ibv_create_qp: their destroys wait until the attach
+                MemorySegment sendCq = config.sendQueue().lendForCreation("create a queue pair");
+                try {
+                    return create(pd, config, gid, port, rdAtomic, sendCq, oneQueue ? sendCq
+                            : config.receiveQueue().lendForCreation("create a queue pair"));
+                } finally {
+                    config.sendQueue().creationEnded();
+                }
+            }
+        } catch (VerbsException e) {
+            if (!"ibv_create_qp".equals(e.verb()) || e.errno() != io.jverbs.ibverbs.Errno.EINVAL) {
+                throw e;
+            }
+            // outside the domain's monitor: the query takes the context's
+            String hint = limitsHint(context, config.maxSendWr(), config.maxRecvWr(), config.maxInlineData());
+            throw hint == null ? e : new VerbsException("ibv_create_qp", e.errno(), hint);
+        }
+    }
+
+    /**
+     * What to say when {@code ibv_create_qp} refused a queue pair's sizes (EINVAL): the device's
+     * limits beside what was asked.
+     *
+     * @param context the device
+     * @param send    send-queue depth asked for
+     * @param receive receive-queue depth asked for
+     * @param inline  inline bytes asked for
+     * @return the hint, or null when the device could not be asked (closed meanwhile)
+     */
+    static String limitsHint(Context context, int send, int receive, int inline) {
+        Context.DeviceAttributes a;
+        try {
+            a = context.deviceAttributes();
+        } catch (RuntimeException closed) {
+            return null;
+        }
+        return "the device refused the queue pair's sizes: it takes at most " + a.maxQpWr() + " work requests per"
+                + " queue (max_qp_wr), asked for " + send + " send and " + receive + " receive; and this many bytes"
+                + " inline, asked for " + inline + ", may be more than it takes: lower withDepth or withMaxInlineData";
+    }
+
+    /** The rest of {@link #create(ProtectionDomain, QueuePairConfig)}: the queues are lent to it. */
+    private static QueuePair create(ProtectionDomain pd, QueuePairConfig config, Gid gid, Context.PortAttributes port,
+                                    int rdAtomic, MemorySegment sendCq, MemorySegment recvCq) {
+        boolean oneQueue = config.sendQueue() == config.receiveQueue();
+        MemorySegment qp;
+        int maxInline;
+        try {
+            try (Arena scratch = Arena.ofConfined()) {
+                MemorySegment attr = scratch.allocate(ibv_qp_init_attr.LAYOUT);
+                ibv_qp_init_attr.send_cq(attr, sendCq);
+                ibv_qp_init_attr.recv_cq(attr, recvCq);
+                MemorySegment cap = ibv_qp_init_attr.cap(attr);
+                ibv_qp_cap.max_send_wr(cap, config.maxSendWr());
+                ibv_qp_cap.max_recv_wr(cap, config.maxRecvWr());
+                ibv_qp_cap.max_send_sge(cap, 1);
+                ibv_qp_cap.max_recv_sge(cap, 1);
+                ibv_qp_cap.max_inline_data(cap, config.maxInlineData());
+                ibv_qp_init_attr.qp_type(attr, config.transport() == QueuePairConfig.Transport.UC ? verbs_h.IBV_QPT_UC
+                        : verbs_h.IBV_QPT_RC);
+                ibv_qp_init_attr.sq_sig_all(attr, 0);
+                qp = verbs_h.ibv_create_qp(pd.raw(), attr);
+                if (qp.address() == 0) {
+                    throw VerbsException.of("ibv_create_qp", Native.lastErrno());
+                }
+                maxInline = Math.min(ibv_qp_cap.max_inline_data(cap), config.maxInlineData());
+            }
+            // adopted under the monitor the domain's destroy takes: a close never misses it, nor runs between
+            QueuePair pair = null;
+            try {
+                pair = new QueuePair(pd, config, qp, maxInline, gid, port, rdAtomic);
+                config.sendQueue().attach(pair);
+                if (config.receiveQueue() != config.sendQueue()) {
+                    config.receiveQueue().attach(pair);
+                }
+                pair.toInit();
+                pair.adoptedByParent();
+            } catch (RuntimeException e) {
+                if (pair != null) {
+                    config.sendQueue().detach(pair);
+                    config.receiveQueue().detach(pair);
+                }
+                verbs_h.ibv_destroy_qp(qp);
+                throw e;
+            }
+            return pair;
+        } finally {
+            if (!oneQueue) {
+                config.receiveQueue().creationEnded();
+            }
+        }
     }
 }

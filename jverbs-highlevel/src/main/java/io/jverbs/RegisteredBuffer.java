@@ -206,7 +206,7 @@ public final class RegisteredBuffer extends Resource {
      * A part of this buffer as a peer addresses it. It carries the whole region's rkey: a peer
      * that ignores the range can reach the rest of the buffer. To share only the part, with
      * rights of its own and revocable, bind a memory window over it
-     * ({@link QueuePair#openWindowAsync(Slice, Access...)}).
+     * ({@link MemoryWindow#openAsync(QueuePair, Slice, Access...)}).
      *
      * @param offset bytes from the start
      * @param bytes  length

@@ -2,8 +2,8 @@ package io.jverbs;
 
 /**
  * A range of a registered buffer as one value: the local side of the slice-taking operations of
- * {@link QueuePair} ({@link QueuePair#writeAsync(Slice, RemoteBuffer)},
- * {@link QueuePair#readAsync(Slice, RemoteBuffer)}, …), whose remote side is a
+ * {@link QueuePair} ({@link Async#write(Slice, RemoteBuffer)},
+ * {@link Async#read(Slice, RemoteBuffer)}, …), whose remote side is a
  * {@link RemoteBuffer} of the same length ({@link RemoteBuffer#slice}). With both ranges as
  * values, an offset cannot land in the wrong argument and a length cannot disagree with itself.
  * These calls are the safe form; the primitive overloads ({@code write(long wrId, …)}) are the

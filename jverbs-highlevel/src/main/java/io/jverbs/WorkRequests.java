@@ -19,6 +19,22 @@ final class WorkRequests {
     // post_send and post_recv are called through ibverbs-ffm's DataPath, the data path's one
     // binding of the provider's entry points (critical, pinned to the provider's address)
 
+    // A queue pair's scratch memory, laid out from the generated sizes: one send request, its SGE,
+    // one receive request, its SGE, the bad-request pointer the provider writes, then the inline
+    // payload (16-byte aligned for the copy).
+    /** Offset of the scratch send request. */
+    static final long SEND_WR = 0;
+    /** Offset of its SGE. */
+    static final long SEND_SGE = SEND_WR + ibv_send_wr.sizeof();
+    /** Offset of the scratch receive request. */
+    static final long RECV_WR = SEND_SGE + ibv_sge.sizeof();
+    /** Offset of its SGE. */
+    static final long RECV_SGE = RECV_WR + ibv_recv_wr.sizeof();
+    /** Offset of the pointer the provider sets to a refused request. */
+    static final long BAD_WR = RECV_SGE + ibv_sge.sizeof();
+    /** Offset of the inline payload. */
+    static final long INLINE = (BAD_WR + ValueLayout.ADDRESS.byteSize() + 15) & ~15L;
+
     private WorkRequests() {
     }
 

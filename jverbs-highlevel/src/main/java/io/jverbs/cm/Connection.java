@@ -38,7 +38,7 @@ import java.util.function.UnaryOperator;
  * }
  * // client
  * try (Connection c = Connection.connect(pd, ip, 7471, Connection.Options.defaults())) {
- *     c.queuePair().writeAsync(local, 0, 64, c.peerBuffers().get(0), 0).get();
+ *     c.queuePair().async().write(local, 0, 64, c.peerBuffers().get(0), 0).get();
  * }
  * }</pre>
  *
@@ -659,7 +659,7 @@ public final class Connection implements AutoCloseable {
                     // (the peer's first Send lands in the first receive posted), then the ring
                     if (reply.readyFollows()) {
                         made[0] = made[0].withReady(pd.allocate(READY_BYTES));
-                        ready[0] = made[0].qp().receiveAsync(made[0].ready(), 0, READY_BYTES);
+                        ready[0] = made[0].qp().async().receive(made[0].ready(), 0, READY_BYTES);
                     }
                     made[0] = made[0].withRing(options);
                 });
@@ -1026,7 +1026,7 @@ public final class Connection implements AutoCloseable {
                 RdmaCm.requireSameDevice(child, pd.context().name());
                 java.util.List<io.jverbs.RemoteBuffer> told = new java.util.ArrayList<>();
                 for (Grant g : options.grants()) {
-                    io.jverbs.MemoryWindow w = parts.qp().prepareWindow(g.buffer(), g.offset(), g.length(),
+                    io.jverbs.MemoryWindow w = io.jverbs.MemoryWindow.prepare(parts.qp(), g.buffer(), g.offset(), g.length(),
                             g.rights().toArray(Access[]::new));
                     windows.add(w);
                     told.add(w.remote());

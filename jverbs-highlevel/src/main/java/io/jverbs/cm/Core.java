@@ -3,6 +3,7 @@ package io.jverbs.cm;
 import io.jverbs.CompletionQueue;
 import io.jverbs.DatagramQueuePair;
 import io.jverbs.MemoryWindow;
+import io.jverbs.ProtectionDomain;
 import io.jverbs.QueuePair;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
@@ -48,7 +49,7 @@ final class Core {
     private static final MethodHandle SEND_QUIETLY = virtual(QueuePair.class, "sendQuietly",
             java.util.concurrent.CompletableFuture.class, RegisteredBuffer.class, int.class);
     private static final MethodHandle OFFER_PROBLEM =
-            virtual(QueuePair.class, "offerProblem", String.class, RemoteBuffer.class);
+            virtual(ProtectionDomain.class, "offerProblem", String.class, QueuePair.class, RemoteBuffer.class);
     private static final MethodHandle BIND = virtual(MemoryWindow.class, "bind",
             java.util.concurrent.CompletableFuture.class, boolean.class);
     private static final MethodHandle CONTEXT_NAME = virtual(CompletionQueue.class, "contextName", String.class);
@@ -153,7 +154,7 @@ final class Core {
     /** Why {@code qp} cannot offer {@code offered} to its peer, or null when it can. */
     static String offerProblem(QueuePair qp, RemoteBuffer offered) {
         try {
-            return (String) OFFER_PROBLEM.invokeExact(qp, offered);
+            return (String) OFFER_PROBLEM.invokeExact(qp.protectionDomain(), qp, offered);
         } catch (Throwable t) {
             throw rethrow(t);
         }

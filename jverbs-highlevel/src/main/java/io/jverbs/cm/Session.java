@@ -521,7 +521,7 @@ public final class Session implements AutoCloseable {
      * @param length the range's bytes
      * @param rights what the peer may do there
      * @return completes with the window once it is bound and offered (on the loop's thread);
-     *         fails as {@link QueuePair#openWindowAsync(RegisteredBuffer, long, long, Access...)}
+     *         fails as {@link MemoryWindow#openAsync(QueuePair, RegisteredBuffer, long, long, Access...)}
      *         and {@link #offerBuffer} do
      * @throws UnsupportedOperationException when the device has no type-2 windows
      * @throws IllegalArgumentException      when the rights or the range are refused
@@ -529,7 +529,7 @@ public final class Session implements AutoCloseable {
      */
     public CompletableFuture<MemoryWindow> offerWindow(RegisteredBuffer buffer, long offset, long length,
                                                        Access... rights) {
-        return queuePair().openWindowAsync(buffer, offset, length, rights).thenApply(window -> {
+        return MemoryWindow.openAsync(queuePair(), buffer, offset, length, rights).thenApply(window -> {
             offerBuffer(window.remote());
             return window;
         });

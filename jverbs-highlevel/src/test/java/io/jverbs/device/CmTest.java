@@ -67,9 +67,9 @@ class CmTest {
                 byte[] payload = ("over rdma_cm on " + device.name()).getBytes(StandardCharsets.UTF_8);
                 cbuf.segment().copyFrom(MemorySegment.ofArray(payload));
                 RemoteBuffer remote = sbuf.remote();
-                cqp.writeAsync(cbuf, 0, payload.length, remote, 128).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+                cqp.async().write(cbuf, 0, payload.length, remote, 128).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
                 assertArrayEquals(payload, sbuf.segment().asSlice(128, payload.length).toArray(ValueLayout.JAVA_BYTE));
-                cqp.readAsync(cbuf, 1024, payload.length, remote, 128).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+                cqp.async().read(cbuf, 1024, payload.length, remote, 128).get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
                 assertArrayEquals(payload, cbuf.segment().asSlice(1024, payload.length).toArray(ValueLayout.JAVA_BYTE));
             }
 
@@ -105,7 +105,7 @@ class CmTest {
                 java.util.List<CompletableFuture<io.jverbs.WorkResult>> inFlight = new java.util.ArrayList<>();
                 RemoteBuffer remote = sbuf.remote();
                 for (int i = 0; i < 100; i++) {
-                    inFlight.add(cqp.writeAsync(cbuf, 0, 1 << 20, remote, 0));
+                    inFlight.add(cqp.async().write(cbuf, 0, 1 << 20, remote, 0));
                 }
                 long start = System.nanoTime();
                 server.close(); // the peer goes away with the stream running

@@ -81,13 +81,13 @@ class ConnectionTest {
                 byte[] payload = ("written through the handshake's buffer on " + device.name())
                         .getBytes(StandardCharsets.UTF_8);
                 local.segment().copyFrom(MemorySegment.ofArray(payload));
-                client.queuePair().sendAsync(local, 0, 16).get(T.toSeconds(), TimeUnit.SECONDS); // RNR retry 0
+                client.queuePair().async().send(local, 0, 16).get(T.toSeconds(), TimeUnit.SECONDS); // RNR retry 0
                 assertTrue(received.await(T.toSeconds(), TimeUnit.SECONDS), "the ring's receive got the first Send");
                 assertEquals(16, receivedBytes[0]);
-                client.queuePair().writeAsync(local, 0, payload.length, peer, 512).get(T.toSeconds(), TimeUnit.SECONDS);
+                client.queuePair().async().write(local, 0, payload.length, peer, 512).get(T.toSeconds(), TimeUnit.SECONDS);
                 assertArrayEquals(payload, region.segment().asSlice(512, payload.length).toArray(ValueLayout.JAVA_BYTE));
                 IllegalArgumentException read = assertThrows(IllegalArgumentException.class,
-                        () -> client.queuePair().readAsync(local, 0, 8, peer, 0));
+                        () -> client.queuePair().async().read(local, 0, 8, peer, 0));
                 assertTrue(read.getMessage().contains("refused"), read.getMessage());
 
                 client.close();

@@ -40,13 +40,13 @@ class CountersDeviceTest {
             lb.server.startPoller();
             List<CompletableFuture<WorkResult>> receives = new ArrayList<>();
             for (int i = 0; i < SENDS; i++) {
-                receives.add(lb.server.qp.receiveAsync(lb.server.buffer, 0, 256));
+                receives.add(lb.server.qp.async().receive(lb.server.buffer, 0, 256));
             }
             CounterSnapshot before = counters.snapshot(device.name(), 1);
             assertEquals(CounterSource.NETLINK, before.hwSource());
             assertTrue(before.errors().isEmpty(), before.errors().toString());
             for (int i = 0; i < SENDS; i++) {
-                lb.client.qp.sendAsync(lb.client.buffer, 0, 64).get(T, TimeUnit.MILLISECONDS);
+                lb.client.qp.async().send(lb.client.buffer, 0, 64).get(T, TimeUnit.MILLISECONDS);
             }
             for (CompletableFuture<WorkResult> r : receives) {
                 r.get(T, TimeUnit.MILLISECONDS);

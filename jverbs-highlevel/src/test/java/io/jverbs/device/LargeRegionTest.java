@@ -51,13 +51,13 @@ class LargeRegionTest {
                     lb.client.buffer.segment().set(ValueLayout.JAVA_LONG, i * 8L, 0xB16_0000L + i);
                 }
                 lb.client.startPoller();
-                lb.client.qp.writeAsync(lb.client.buffer, 0, 64, remote, FAR).get(60, TimeUnit.SECONDS);
+                lb.client.qp.async().write(lb.client.buffer, 0, 64, remote, FAR).get(60, TimeUnit.SECONDS);
                 for (int i = 0; i < 8; i++) {
                     assertEquals(0xB16_0000L + i, memory.get(ValueLayout.JAVA_LONG, FAR + i * 8L),
                             "the write landed past 4 GiB, word " + i);
                 }
                 memory.set(ValueLayout.JAVA_LONG, FAR + 64, 0x5EAD_5EADL);
-                lb.client.qp.readAsync(lb.client.buffer, 1024, 8, remote, FAR + 64).get(60, TimeUnit.SECONDS);
+                lb.client.qp.async().read(lb.client.buffer, 1024, 8, remote, FAR + 64).get(60, TimeUnit.SECONDS);
                 assertEquals(0x5EAD_5EADL, lb.client.buffer.segment().get(ValueLayout.JAVA_LONG, 1024),
                         "the read came from past 4 GiB");
                 System.out.println("[device " + device.name() + "] large region: " + BIG + " bytes registered in "

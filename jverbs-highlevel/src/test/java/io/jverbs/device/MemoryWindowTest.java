@@ -40,7 +40,7 @@ class MemoryWindowTest {
             lb.server.startPoller();
             lb.client.startPoller();
             RegisteredBuffer region = lb.server.pd.allocate(8192); // no remote rights of its own
-            MemoryWindow window = lb.server.qp.openWindowAsync(region.slice(4096, 256), Access.REMOTE_WRITE,
+            MemoryWindow window = MemoryWindow.openAsync(lb.server.qp, region.slice(4096, 256), Access.REMOTE_WRITE,
                     Access.REMOTE_READ).get(T, TimeUnit.SECONDS);
             RemoteBuffer shared = window.remote();
             assertEquals(region.address() + 4096, shared.address(), "the window starts at its range");
@@ -50,22 +50,22 @@ class MemoryWindowTest {
             for (int i = 0; i < 256; i++) {
                 lb.client.buffer.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 1));
             }
-            lb.client.qp.writeAsync(lb.client.buffer.slice(0, 256), shared).get(T, TimeUnit.SECONDS);
+            lb.client.qp.async().write(lb.client.buffer.slice(0, 256), shared).get(T, TimeUnit.SECONDS);
             for (int i = 0; i < 256; i++) {
                 assertEquals((byte) (i * 7 + 1), region.segment().get(ValueLayout.JAVA_BYTE, 4096 + i), "byte " + i);
             }
             assertEquals(0, region.segment().get(ValueLayout.JAVA_BYTE, 4095), "nothing before the range");
             assertEquals(0, region.segment().get(ValueLayout.JAVA_BYTE, 4096 + 256), "nothing after the range");
-            lb.client.qp.readAsync(lb.client.buffer.slice(1024, 64), shared.slice(64, 64)).get(T, TimeUnit.SECONDS);
+            lb.client.qp.async().read(lb.client.buffer.slice(1024, 64), shared.slice(64, 64)).get(T, TimeUnit.SECONDS);
             for (int i = 0; i < 64; i++) {
                 assertEquals((byte) ((64 + i) * 7 + 1), lb.client.buffer.segment().get(ValueLayout.JAVA_BYTE, 1024 + i));
             }
 
             // refused before the device: a right the window does not grant, lengths that disagree
             IllegalArgumentException atomic = assertThrows(IllegalArgumentException.class,
-                    () -> lb.client.qp.fetchAndAddAsync(lb.client.buffer.slice(2048, 8), shared.slice(0, 8), 1));
+                    () -> lb.client.qp.async().fetchAndAdd(lb.client.buffer.slice(2048, 8), shared.slice(0, 8), 1));
             assertThrows(IllegalArgumentException.class,
-                    () -> lb.client.qp.writeAsync(lb.client.buffer.slice(0, 64), shared));
+                    () -> lb.client.qp.async().write(lb.client.buffer.slice(0, 64), shared));
             assertEquals(QueuePair.State.CONNECTED, lb.client.qp.state(), "nothing reached the device");
 
             var invalidated = window.invalidateAsync();
@@ -78,7 +78,7 @@ class MemoryWindowTest {
             assertThrows(IllegalStateException.class, window::remote);
             assertThrows(IllegalStateException.class, window::invalidateAsync, "after it completed as well");
             ExecutionException after = assertThrows(ExecutionException.class,
-                    () -> lb.client.qp.writeAsync(lb.client.buffer.slice(0, 256), shared).get(T, TimeUnit.SECONDS));
+                    () -> lb.client.qp.async().write(lb.client.buffer.slice(0, 256), shared).get(T, TimeUnit.SECONDS));
             CompletionFailedException failed = assertInstanceOf(CompletionFailedException.class, after.getCause());
             assertEquals("REM_ACCESS_ERR", failed.statusName());
             System.out.println("memory window on " + device.name() + " (Linux " + System.getProperty("os.version")
@@ -95,7 +95,7 @@ class MemoryWindowTest {
             lb.server.startPoller();
             lb.client.startPoller();
             RegisteredBuffer region = lb.server.pd.allocate(8192);
-            MemoryWindow window = lb.server.qp.openWindowAsync(region, 4096, 256, Access.REMOTE_WRITE)
+            MemoryWindow window = MemoryWindow.openAsync(lb.server.qp, region, 4096, 256, Access.REMOTE_WRITE)
                     .get(T, TimeUnit.SECONDS);
             RemoteBuffer shared = window.remote();
             // a peer that claims more than the window: a device that checks the window's range refuses
@@ -103,7 +103,7 @@ class MemoryWindowTest {
             RemoteBuffer wider = new RemoteBuffer(shared.address(), 512, shared.rkey(), shared.rights());
             String outcome;
             try {
-                lb.client.qp.writeAsync(lb.client.buffer.slice(0, 512), wider).get(T, TimeUnit.SECONDS);
+                lb.client.qp.async().write(lb.client.buffer.slice(0, 512), wider).get(T, TimeUnit.SECONDS);
                 assertTrue(java.nio.file.Files.exists(java.nio.file.Path.of("/sys/class/infiniband", device.name(),
                         "parent")), "only Soft-RoCE is known to let a write pass a window's end");
                 outcome = "the device let it pass the window's end (Soft-RoCE checks the region's range)";

@@ -57,7 +57,7 @@ class MisuseChildTest {
             return expectIse(() -> lb.client.qp.write(1, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true), "closed");
         });
         CASES.put("close with work in flight", lb -> {
-            CompletableFuture<WorkResult> f = lb.client.qp.writeAsync(lb.client.buffer, 0, 8, lb.serverRemote(), 0);
+            CompletableFuture<WorkResult> f = lb.client.qp.async().write(lb.client.buffer, 0, 8, lb.serverRemote(), 0);
             lb.client.qp.close();
             try {
                 f.get(T, TimeUnit.MILLISECONDS);
@@ -168,7 +168,7 @@ class MisuseChildTest {
         CASES.put("peer writes into a closed buffer", lb -> {
             RemoteBuffer remote = lb.serverRemote();
             lb.server.buffer.close(); // deregistered and freed: the rkey the client holds is dead
-            CompletableFuture<WorkResult> f = lb.client.qp.writeAsync(lb.client.buffer, 0, 64, remote, 0);
+            CompletableFuture<WorkResult> f = lb.client.qp.async().write(lb.client.buffer, 0, 64, remote, 0);
             long deadline = System.nanoTime() + T * 1_000_000;
             while (!f.isDone() && System.nanoTime() < deadline) {
                 lb.client.cq.poll(null, 16);

@@ -85,7 +85,7 @@ class MisuseTest {
                 assertTrue(accepted <= 4, "at most the send-queue depth is accepted");
             }
             assertEquals(QueuePair.SEND_QUEUE_FULL, rc);
-            CompletableFuture<WorkResult> full = qp.writeAsync(buf, 0, 8, remote, 0);
+            CompletableFuture<WorkResult> full = qp.async().write(buf, 0, 8, remote, 0);
             ExecutionException fullE = assertThrows(ExecutionException.class, () -> full.get(T, TimeUnit.MILLISECONDS));
             assertInstanceOf(io.jverbs.QueueFullException.class, fullE.getCause());
             Polling.await(lb.client.cq, accepted, T);
@@ -168,7 +168,7 @@ class MisuseTest {
             ran.add("close a completion queue from its handler");
             // Work in flight when the queue pair closes: its future fails, nothing hangs.
             // (Poll nothing so the write stays pending from jverbs' point of view.)
-            CompletableFuture<WorkResult> inFlight = qp.writeAsync(buf, 0, 8, remote, 0);
+            CompletableFuture<WorkResult> inFlight = qp.async().write(buf, 0, 8, remote, 0);
             qp.close();
             ExecutionException closedE = assertThrows(ExecutionException.class, () -> inFlight.get(T, TimeUnit.MILLISECONDS));
             assertTrue(closedE.getCause().getMessage().contains("closed with this operation in flight")

@@ -98,7 +98,7 @@ final class MultiClientSafetyCases {
     /** Writes {@code bytes} from {@code local} to {@code target} through {@code c}; its failure's status, or "SUCCESS". */
     private static String write(Connection c, RegisteredBuffer local, int bytes, RemoteBuffer target, long offset)
             throws InterruptedException, TimeoutException {
-        return status(c.completionQueue(), c.queuePair().writeAsync(local, 0, bytes, target, offset));
+        return status(c.completionQueue(), c.queuePair().async().write(local, 0, bytes, target, offset));
     }
 
     private static boolean allZero(RegisteredBuffer b, long from, long bytes) {
@@ -197,7 +197,7 @@ final class MultiClientSafetyCases {
                 String during;
                 try (HalfOpenCmClient hostile = HalfOpenCmClient.connect(cqp, d.ip(), server.port(), T)) {
                     RemoteBuffer window = hostile.reply().buffers().get(0);
-                    CompletableFuture<?> w = cqp.writeAsync(source, 0, 64, window, 0);
+                    CompletableFuture<?> w = cqp.async().write(source, 0, 64, window, 0);
                     during = status(ccq, w);
                     Throwable end;
                     try {

@@ -50,13 +50,13 @@ class RightsAndEarlyReceivesTest {
             RemoteBuffer remote = RemoteBuffer.fromBytes(writeOnly.remote().toBytes()); // as it travels
             assertEquals(EnumSet.of(Access.REMOTE_WRITE), remote.rights(), "the rights travel with the buffer");
             IllegalArgumentException read = assertThrows(IllegalArgumentException.class,
-                    () -> lb.client.qp.readAsync(lb.client.buffer, 0, 64, remote, 0));
+                    () -> lb.client.qp.async().read(lb.client.buffer, 0, 64, remote, 0));
             assertTrue(read.getMessage().contains("RDMA Read refused"), read.getMessage());
             assertThrows(IllegalArgumentException.class,
                     () -> lb.client.qp.fetchAndAdd(1, lb.client.buffer, 0, remote, 0, 1, true));
             assertEquals(QueuePair.State.CONNECTED, lb.client.qp.state(), "nothing reached the device");
             lb.client.startPoller();
-            lb.client.qp.writeAsync(lb.client.buffer, 0, 64, remote, 0).get(T, TimeUnit.SECONDS);
+            lb.client.qp.async().write(lb.client.buffer, 0, 64, remote, 0).get(T, TimeUnit.SECONDS);
             System.out.println("rights: RDMA Read of a write-only buffer refused before posting on " + device.name()
                     + ": " + read.getMessage());
         }
@@ -77,13 +77,13 @@ class RightsAndEarlyReceivesTest {
             try (Poller pa = Poller.start(null, IdleStrategy.busySpin(), cqa);
                  Poller pb = Poller.start(null, IdleStrategy.busySpin(), cqb)) {
                 assertEquals(QueuePair.State.PREPARED, receiver.state());
-                CompletableFuture<WorkResult> arrived = receiver.receiveAsync(in, 0, 256); // before any connect
+                CompletableFuture<WorkResult> arrived = receiver.async().receive(in, 0, 256); // before any connect
                 receiver.connect(sender.localEndpoint());
                 sender.connect(receiver.localEndpoint());
                 byte[] hello = ("first message on " + device.name()).getBytes(StandardCharsets.UTF_8);
                 out.segment().copyFrom(MemorySegment.ofArray(hello));
                 try {
-                    sender.sendAsync(out, 0, hello.length).get(T, TimeUnit.SECONDS);
+                    sender.async().send(out, 0, hello.length).get(T, TimeUnit.SECONDS);
                 } catch (ExecutionException e) {
                     if (e.getCause() instanceof CompletionFailedException cf) {
                         throw new AssertionError("the first Send failed (" + cf.statusName() + "): the receive posted"

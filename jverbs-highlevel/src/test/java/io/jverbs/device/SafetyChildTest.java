@@ -130,7 +130,7 @@ class SafetyChildTest {
                 throw new LoopbackChild.Unchecked("the arena closed but its registration is open");
             }
             lb.client.startPoller();
-            Throwable t = failureOf(lb.client.qp.writeAsync(lb.client.buffer, 0, 64, stale, 0));
+            Throwable t = failureOf(lb.client.qp.async().write(lb.client.buffer, 0, 64, stale, 0));
             return "deregistered with its arena; the peer's write then failed: " + status(t);
         });
         CASES.put("a read-only segment with remote write rights", (lb, d) -> refused(IllegalArgumentException.class,
@@ -191,7 +191,7 @@ class SafetyChildTest {
         CASES.put("a 4 KiB write from a buffer of another protection domain", (lb, d) -> {
             RegisteredBuffer other = lb.client.context.allocateProtectionDomain().allocate(4096);
             return refused(IllegalArgumentException.class, "protection domain",
-                    () -> lb.client.qp.writeAsync(other, 0, 4096, lb.serverRemote(), 0));
+                    () -> lb.client.qp.async().write(other, 0, 4096, lb.serverRemote(), 0));
         });
         CASES.put("a receive into a buffer of another protection domain", (lb, d) -> {
             RegisteredBuffer other = lb.client.context.allocateProtectionDomain().allocate(4096);
@@ -425,7 +425,7 @@ class SafetyChildTest {
                 QueuePair peer = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(4, 4));
                 qp.connect(peer.localEndpoint());
                 peer.connect(qp.localEndpoint());
-                CompletableFuture<?> f = qp.writeAsync(local, 0, 8, lb.serverRemote(), 0);
+                CompletableFuture<?> f = qp.async().write(local, 0, 8, lb.serverRemote(), 0);
                 long start = System.nanoTime();
                 String r = refused(IllegalStateException.class, "only this thread", f::join);
                 long ms = (System.nanoTime() - start) / 1_000_000;
@@ -521,14 +521,14 @@ class SafetyChildTest {
             gone.close();
             lb.client.startPoller();
             long start = System.nanoTime();
-            Throwable t = failureOf(qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0));
+            Throwable t = failureOf(qp.async().write(lb.client.buffer, 0, 64, lb.serverRemote(), 0));
             requireStatus(t, "RETRY_EXC_ERR");
             return "RETRY_EXC_ERR after " + (System.nanoTime() - start) / 1_000_000 + " ms";
         });
         CASES.put("a send with no receive posted, default RNR retries", (lb, d) -> {
             lb.client.startPoller();
             long start = System.nanoTime();
-            Throwable t = failureOf(lb.client.qp.sendAsync(lb.client.buffer, 0, 64));
+            Throwable t = failureOf(lb.client.qp.async().send(lb.client.buffer, 0, 64));
             requireStatus(t, "RNR_RETRY_EXC_ERR");
             return "RNR_RETRY_EXC_ERR after " + (System.nanoTime() - start) / 1_000_000 + " ms";
         });
@@ -561,7 +561,7 @@ class SafetyChildTest {
             QueuePair far = lb.server.pd.createQueuePair(config(QueuePairConfig.rc(lb.server.cq), d).withDepth(4, 4));
             victim.connect(far.localEndpoint());
             far.connect(victim.localEndpoint());
-            CompletableFuture<WorkResult> pending = victim.receiveAsync(lb.client.buffer, 0, 64);
+            CompletableFuture<WorkResult> pending = victim.async().receive(lb.client.buffer, 0, 64);
             MemorySegment raw = rawLoopbackQp(lb, small, victim.gid());
             try (Arena a = Arena.ofConfined()) {
                 io.jverbs.ibverbs.device.Mr mr = new io.jverbs.ibverbs.device.Mr(lb.client.buffer.segment(),
@@ -586,7 +586,7 @@ class SafetyChildTest {
 
         // ---- futures end ----
         CASES.put("a future on a completion queue nobody polls", (lb, d) -> {
-            Throwable t = failureOf(lb.client.qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0));
+            Throwable t = failureOf(lb.client.qp.async().write(lb.client.buffer, 0, 64, lb.serverRemote(), 0));
             if (!(t instanceof IllegalStateException) || !t.getMessage().contains("Poller")) {
                 throw new LoopbackChild.Unchecked("expected an IllegalStateException naming Poller, got " + t);
             }
@@ -594,9 +594,9 @@ class SafetyChildTest {
         });
         CASES.put("join on the poller thread inside a future's callback", (lb, d) -> {
             lb.client.startPoller();
-            CompletableFuture<WorkResult> arrives = lb.client.qp.receiveAsync(lb.client.buffer, 2048, 64);
+            CompletableFuture<WorkResult> arrives = lb.client.qp.async().receive(lb.client.buffer, 2048, 64);
             CompletableFuture<WorkResult> nested = arrives.thenApply(r ->
-                    lb.client.qp.writeAsync(lb.client.buffer, 0, 8, lb.serverRemote(), 0).join());
+                    lb.client.qp.async().write(lb.client.buffer, 0, 8, lb.serverRemote(), 0).join());
             lb.server.qp.send(1, lb.server.buffer, 0, 8, true); // completes `arrives` on the poller thread
             Throwable t = failureOf(nested);
             if (!(t instanceof IllegalStateException) || !t.getMessage().contains("forever")) {
@@ -605,7 +605,7 @@ class SafetyChildTest {
             return t.getMessage();
         });
         CASES.put("wait on a future inside a handler of the caller's own poll", (lb, d) -> {
-            CompletableFuture<WorkResult> pending = lb.client.qp.receiveAsync(lb.client.buffer, 1024, 64);
+            CompletableFuture<WorkResult> pending = lb.client.qp.async().receive(lb.client.buffer, 1024, 64);
             lb.client.qp.write(5, lb.client.buffer, 0, 8, lb.serverRemote(), 0, true);
             String[] seen = {null};
             long deadline = System.nanoTime() + WAIT.toNanos();
@@ -633,7 +633,7 @@ class SafetyChildTest {
                     throw new IllegalStateException("the idle strategy failed");
                 }
             }, lb.client.cq);
-            CompletableFuture<WorkResult> f = lb.client.qp.receiveAsync(lb.client.buffer, 0, 64);
+            CompletableFuture<WorkResult> f = lb.client.qp.async().receive(lb.client.buffer, 0, 64);
             armed.set(true);
             Throwable t = failureOf(f);
             if (!(t instanceof IllegalStateException) || poller.failure() == null) {
@@ -643,7 +643,7 @@ class SafetyChildTest {
         });
         CASES.put("closing a Poller fails the futures it served", (lb, d) -> {
             Poller poller = Poller.start(null, IdleStrategy.backoff(), lb.client.cq);
-            CompletableFuture<WorkResult> f = lb.client.qp.receiveAsync(lb.client.buffer, 0, 64);
+            CompletableFuture<WorkResult> f = lb.client.qp.async().receive(lb.client.buffer, 0, 64);
             poller.close();
             Throwable t = failureOf(f);
             if (!(t instanceof IllegalStateException)) {
@@ -654,7 +654,7 @@ class SafetyChildTest {
 
         CASES.put("obtrude or completeAsync on a posted receive's future", (lb, d) -> {
             lb.client.startPoller();
-            CompletableFuture<WorkResult> f = lb.client.qp.receiveAsync(lb.client.buffer, 0, 64);
+            CompletableFuture<WorkResult> f = lb.client.qp.async().receive(lb.client.buffer, 0, 64);
             String value = refused(UnsupportedOperationException.class, "obtrudeValue", () -> f.obtrudeValue(null));
             refused(UnsupportedOperationException.class, "obtrudeException",
                     () -> f.obtrudeException(new RuntimeException("forced")));
@@ -679,11 +679,11 @@ class SafetyChildTest {
             a.connect(gone.localEndpoint());
             gone.close();
             lb.client.startPoller();
-            CompletableFuture<WorkResult> write = a.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0);
-            CompletableFuture<WorkResult> receive = a.receiveAsync(lb.client.buffer, 1024, 64); // receives have no deadline
+            CompletableFuture<WorkResult> write = a.async().write(lb.client.buffer, 0, 64, lb.serverRemote(), 0);
+            CompletableFuture<WorkResult> receive = a.async().receive(lb.client.buffer, 1024, 64); // receives have no deadline
             // the peer's message completes a receive on the same queue: its callback runs on the poller thread,
             // which then blocks in the join, and only it could poll the flushed receive's completion
-            CompletableFuture<Object> nested = lb.client.qp.receiveAsync(lb.client.buffer, 2048, 64)
+            CompletableFuture<Object> nested = lb.client.qp.async().receive(lb.client.buffer, 2048, 64)
                     .thenApply(r -> {
                         try {
                             return CompletableFuture.allOf(write, receive).join();
@@ -703,13 +703,13 @@ class SafetyChildTest {
         });
         CASES.put("a receive failed by its Poller's close does not take the next message", (lb, d) -> {
             Poller poller = Poller.start(null, IdleStrategy.backoff(), lb.client.cq);
-            CompletableFuture<WorkResult> f = lb.client.qp.receiveAsync(lb.client.buffer, 0, 64);
+            CompletableFuture<WorkResult> f = lb.client.qp.async().receive(lb.client.buffer, 0, 64);
             poller.close();
             Throwable t = failureOf(f);
             lb.client.buffer.segment().fill((byte) 0);
             lb.server.buffer.segment().setString(0, "late-message");
             lb.server.startPoller();
-            Throwable send = failureOf(lb.server.qp.sendAsync(lb.server.buffer, 0, 16));
+            Throwable send = failureOf(lb.server.qp.async().send(lb.server.buffer, 0, 16));
             String landed = lb.client.buffer.segment().getString(0);
             if (!landed.isEmpty()) {
                 throw new LoopbackChild.Unchecked("the failed receive's buffer took the peer's message: " + landed);
@@ -719,7 +719,7 @@ class SafetyChildTest {
         });
         CASES.put("cancel a pending receive", (lb, d) -> {
             lb.client.startPoller();
-            CompletableFuture<WorkResult> f = lb.client.qp.receiveAsync(lb.client.buffer, 0, 64);
+            CompletableFuture<WorkResult> f = lb.client.qp.async().receive(lb.client.buffer, 0, 64);
             if (f.cancel(true) || f.isDone()) {
                 throw new LoopbackChild.Unchecked("cancel ended the future of a receive still posted");
             }
@@ -743,7 +743,7 @@ class SafetyChildTest {
             lb.client.cq.onHandlerError(reported::add);
             lb.client.startPoller();
             for (int i = 0; i < 2; i++) {
-                tracked.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                tracked.async().write(lb.client.buffer, 0, 64, lb.serverRemote(), 0).get(WAIT.toSeconds(), TimeUnit.SECONDS);
             }
             if (reported.size() != 1 || lb.client.cq.handlerFailures() != 1 || !lb.client.poller.isRunning()) {
                 throw new LoopbackChild.Unchecked("reported " + reported + ", failures " + lb.client.cq.handlerFailures()
@@ -772,7 +772,7 @@ class SafetyChildTest {
             // nobody polls: the context fails both futures about 2 s after their posts
             AtomicReference<String> callbackThread = new AtomicReference<>();
             CountDownLatch release = new CountDownLatch(1);
-            CompletableFuture<WorkResult> first = lb.client.qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0);
+            CompletableFuture<WorkResult> first = lb.client.qp.async().write(lb.client.buffer, 0, 64, lb.serverRemote(), 0);
             first.whenComplete((r, t) -> {
                 callbackThread.set(Thread.currentThread().toString());
                 try {
@@ -783,7 +783,7 @@ class SafetyChildTest {
             });
             Thread.sleep(500);
             long start = System.nanoTime();
-            CompletableFuture<WorkResult> second = lb.client.qp.writeAsync(lb.client.buffer, 64, 64, lb.serverRemote(), 0);
+            CompletableFuture<WorkResult> second = lb.client.qp.async().write(lb.client.buffer, 64, 64, lb.serverRemote(), 0);
             try {
                 Throwable t = failureOf(second);
                 long ms = (System.nanoTime() - start) / 1_000_000;
@@ -847,7 +847,7 @@ class SafetyChildTest {
             try (Poller poller = Poller.start(null, IdleStrategy.backoff(), lb.client.cq, extra)) {
                 extra.close();
                 Thread.sleep(300);
-                WorkResult r = lb.client.qp.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0)
+                WorkResult r = lb.client.qp.async().write(lb.client.buffer, 0, 64, lb.serverRemote(), 0)
                         .get(WAIT.toSeconds(), TimeUnit.SECONDS);
                 if (!poller.isRunning() || poller.failure() != null) {
                     throw new LoopbackChild.Unchecked("the poller stopped with " + poller.failure());
@@ -1059,16 +1059,16 @@ class SafetyChildTest {
         // ---- memory windows and slices ----
         CASES.put("a memory window over a buffer of another protection domain", (lb, d) -> refused(
                 IllegalArgumentException.class, "protection domain",
-                () -> lb.server.qp.openWindowAsync(lb.client.buffer.slice(0, 64), Access.REMOTE_WRITE)));
+                () -> io.jverbs.MemoryWindow.openAsync(lb.server.qp, lb.client.buffer.slice(0, 64), Access.REMOTE_WRITE)));
         CASES.put("a memory window granting write over a read-only buffer", (lb, d) -> {
             RegisteredBuffer ro = lb.server.pd.register(Arena.ofAuto().allocate(4096, 4096).asReadOnly(),
                     Access.REMOTE_READ);
             return refused(IllegalArgumentException.class, "read-only",
-                    () -> lb.server.qp.openWindowAsync(ro.slice(0, 64), Access.REMOTE_WRITE));
+                    () -> io.jverbs.MemoryWindow.openAsync(lb.server.qp, ro.slice(0, 64), Access.REMOTE_WRITE));
         });
         CASES.put("invalidate a memory window after its queue pair closed", (lb, d) -> {
             lb.server.startPoller();
-            io.jverbs.MemoryWindow w = lb.server.qp.openWindowAsync(lb.server.buffer.slice(0, 64), Access.REMOTE_WRITE)
+            io.jverbs.MemoryWindow w = io.jverbs.MemoryWindow.openAsync(lb.server.qp, lb.server.buffer.slice(0, 64), Access.REMOTE_WRITE)
                     .get(WAIT.toSeconds(), TimeUnit.SECONDS);
             lb.server.qp.close();
             if (!w.isClosed()) {
@@ -1084,7 +1084,7 @@ class SafetyChildTest {
             a.connect(b.localEndpoint());
             b.connect(a.localEndpoint());
             lb.client.startPoller();
-            io.jverbs.MemoryWindow w = a.openWindowAsync(lb.client.buffer.slice(0, 256), Access.REMOTE_WRITE)
+            io.jverbs.MemoryWindow w = io.jverbs.MemoryWindow.openAsync(a, lb.client.buffer.slice(0, 256), Access.REMOTE_WRITE)
                     .get(WAIT.toSeconds(), TimeUnit.SECONDS);
             b.close(); // the peer stops answering: a Read waits for its answer, the invalidation behind it
             a.read(1, lb.client.buffer, 1024, 64, lb.serverRemote(), 0, true);
@@ -1095,7 +1095,7 @@ class SafetyChildTest {
         });
         CASES.put("a slice write into a remote range of another length", (lb, d) -> refused(
                 IllegalArgumentException.class, "same length",
-                () -> lb.client.qp.writeAsync(lb.client.buffer.slice(0, 64), lb.serverRemote().slice(0, 4096))));
+                () -> lb.client.qp.async().write(lb.client.buffer.slice(0, 64), lb.serverRemote().slice(0, 4096))));
 
         // ---- remote rights ----
         CASES.put("a queue pair granting no remote rights refuses the peer's write", (lb, d) -> {
@@ -1105,7 +1105,7 @@ class SafetyChildTest {
             locked.connect(writer.localEndpoint());
             writer.connect(locked.localEndpoint());
             lb.client.startPoller();
-            Throwable t = failureOf(writer.writeAsync(lb.client.buffer, 0, 64, lb.serverRemote(), 0));
+            Throwable t = failureOf(writer.async().write(lb.client.buffer, 0, 64, lb.serverRemote(), 0));
             return "the write into a writable buffer through that queue pair failed: " + status(t);
         });
         CASES.put("a UC queue pair given an RC queue pair's endpoint", (lb, d) -> {
@@ -1171,7 +1171,7 @@ class SafetyChildTest {
                     throw new AssertionError("after a REMOTE_WRITE buffer the flags are 0x" + Integer.toHexString(after));
                 }
                 lb.client.startPoller();
-                peer.writeAsync(lb.client.buffer, 0, 64, open.remote(), 0).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                peer.async().write(lb.client.buffer, 0, 64, open.remote(), 0).get(WAIT.toSeconds(), TimeUnit.SECONDS);
                 local.close();
                 return "access flags 0x" + Integer.toHexString(before) + " with local buffers, 0x"
                         + Integer.toHexString(after) + " once a REMOTE_WRITE buffer was registered; the peer's write landed";
@@ -1216,7 +1216,7 @@ class SafetyChildTest {
                         throw new LoopbackChild.Unchecked("the listener's queue pair is left in device state " + deviceState);
                     }
                     try (Poller poller = Poller.start(null, IdleStrategy.backoff(), ccq)) {
-                        Throwable write = failureOf(cqp.writeAsync(source, 0, 64, remote, 0));
+                        Throwable write = failureOf(cqp.async().write(source, 0, 64, remote, 0));
                         return "accept ended in " + acceptMs + " ms (" + refusal.getClass().getSimpleName()
                                 + "), its queue pair reset (device state " + deviceState + "); the peer's write then failed: " + status(write);
                     }

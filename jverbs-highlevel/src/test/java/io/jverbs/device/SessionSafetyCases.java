@@ -90,13 +90,13 @@ final class SessionSafetyCases {
                 }
                 io.jverbs.RemoteBuffer window = p.session().peerBuffers().get(0);
                 io.jverbs.RegisteredBuffer local = lb.client.pd.allocate(4096);
-                p.session().queuePair().readAsync(local, 0, 64, window, 0).get(T.toSeconds(), TimeUnit.SECONDS);
+                p.session().queuePair().async().read(local, 0, 64, window, 0).get(T.toSeconds(), TimeUnit.SECONDS);
                 if (local.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0) != 7) {
                     throw new AssertionError("the session's own window read wrong bytes");
                 }
                 Session other = p.client().connect(d.ip(), p.listener().port(), Session.Options.defaults(),
                         new SessionHandler() { }, T);
-                Throwable t = failureOf(other.queuePair().readAsync(local, 64, 64, window, 0));
+                Throwable t = failureOf(other.queuePair().async().read(local, 64, 64, window, 0));
                 if (local.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 64) == 7) {
                     throw new LoopbackChild.Unchecked("another session read through the first one's window");
                 }

@@ -66,11 +66,11 @@ class TransferTest {
             byte[] payload = "jverbs RDMA Write → Read, byte for byte on ".concat(device.name()).getBytes(StandardCharsets.UTF_8);
             lb.client.buffer.segment().asSlice(100, payload.length).copyFrom(java.lang.foreign.MemorySegment.ofArray(payload));
             RemoteBuffer remote = lb.serverRemote();
-            WorkResult w = lb.client.qp.writeAsync(lb.client.buffer, 100, payload.length, remote, 1000).get(T, TimeUnit.MILLISECONDS);
+            WorkResult w = lb.client.qp.async().write(lb.client.buffer, 100, payload.length, remote, 1000).get(T, TimeUnit.MILLISECONDS);
             assertEquals(verbs_h.IBV_WC_RDMA_WRITE, w.opcode());
             assertArrayEquals(payload, lb.server.buffer.segment().asSlice(1000, payload.length).toArray(ValueLayout.JAVA_BYTE),
                     "the server's buffer holds the payload");
-            lb.client.qp.readAsync(lb.client.buffer, 4096, payload.length, remote, 1000).get(T, TimeUnit.MILLISECONDS);
+            lb.client.qp.async().read(lb.client.buffer, 4096, payload.length, remote, 1000).get(T, TimeUnit.MILLISECONDS);
             assertArrayEquals(payload, lb.client.buffer.segment().asSlice(4096, payload.length).toArray(ValueLayout.JAVA_BYTE),
                     "read back byte for byte");
             // A large write: more than one MTU, not inline.
@@ -79,7 +79,7 @@ class TransferTest {
                 big[i] = (byte) (i * 31 + 7);
             }
             lb.client.buffer.segment().asSlice(0, big.length).copyFrom(java.lang.foreign.MemorySegment.ofArray(big));
-            lb.client.qp.writeAsync(lb.client.buffer, 0, big.length, remote, 2000).get(T, TimeUnit.MILLISECONDS);
+            lb.client.qp.async().write(lb.client.buffer, 0, big.length, remote, 2000).get(T, TimeUnit.MILLISECONDS);
             assertArrayEquals(big, lb.server.buffer.segment().asSlice(2000, big.length).toArray(ValueLayout.JAVA_BYTE));
         }
     }
@@ -286,7 +286,7 @@ class TransferTest {
                     () -> lb.client.qp.read(4, lb.client.buffer, 0, 8, remote, 0, true));
             assertTrue(read.getMessage().contains("RDMA Read needs an RC queue pair"), read.getMessage());
             assertThrows(UnsupportedOperationException.class,
-                    () -> lb.client.qp.fetchAndAddAsync(lb.client.buffer, 0, remote, 0, 1));
+                    () -> lb.client.qp.async().fetchAndAdd(lb.client.buffer, 0, remote, 0, 1));
             assertThrows(UnsupportedOperationException.class,
                     () -> lb.client.qp.newBatch(2).read(4, lb.client.buffer, 0, 8, remote, 0, true));
             assertThrows(UnsupportedOperationException.class,
@@ -308,13 +308,13 @@ class TransferTest {
             lb.client.startPoller();
             lb.server.buffer.segment().set(ValueLayout.JAVA_LONG, 64, 41L);
             RemoteBuffer remote = lb.serverRemote();
-            lb.client.qp.fetchAndAddAsync(lb.client.buffer, 0, remote, 64, 1).get(T, TimeUnit.MILLISECONDS);
+            lb.client.qp.async().fetchAndAdd(lb.client.buffer, 0, remote, 64, 1).get(T, TimeUnit.MILLISECONDS);
             assertEquals(41L, lb.client.buffer.segment().get(ValueLayout.JAVA_LONG, 0), "fetch-and-add returns the old value");
             assertEquals(42L, lb.server.buffer.segment().get(ValueLayout.JAVA_LONG, 64));
-            lb.client.qp.compareAndSwapAsync(lb.client.buffer, 8, remote, 64, 42, 1000).get(T, TimeUnit.MILLISECONDS);
+            lb.client.qp.async().compareAndSwap(lb.client.buffer, 8, remote, 64, 42, 1000).get(T, TimeUnit.MILLISECONDS);
             assertEquals(42L, lb.client.buffer.segment().get(ValueLayout.JAVA_LONG, 8));
             assertEquals(1000L, lb.server.buffer.segment().get(ValueLayout.JAVA_LONG, 64), "swapped");
-            lb.client.qp.compareAndSwapAsync(lb.client.buffer, 16, remote, 64, 42, 7).get(T, TimeUnit.MILLISECONDS);
+            lb.client.qp.async().compareAndSwap(lb.client.buffer, 16, remote, 64, 42, 7).get(T, TimeUnit.MILLISECONDS);
             assertEquals(1000L, lb.server.buffer.segment().get(ValueLayout.JAVA_LONG, 64), "no swap when compare differs");
         }
     }
@@ -358,7 +358,7 @@ class TransferTest {
             RemoteBuffer good = lb.serverRemote();
             RemoteBuffer wrong = new RemoteBuffer(good.address(), good.length(), good.rkey() ^ 0x5a5a00);
             ExecutionException e = assertThrows(ExecutionException.class,
-                    () -> lb.client.qp.writeAsync(lb.client.buffer, 0, 64, wrong, 0).get(T, TimeUnit.MILLISECONDS));
+                    () -> lb.client.qp.async().write(lb.client.buffer, 0, 64, wrong, 0).get(T, TimeUnit.MILLISECONDS));
             CompletionFailedException failed = assertInstanceOf(CompletionFailedException.class, e.getCause());
             assertEquals(WcStatus.REM_ACCESS_ERR, failed.status(), failed.getMessage());
             assertTrue(failed.getMessage().contains("REM_ACCESS_ERR"), failed.getMessage());
@@ -383,7 +383,7 @@ class TransferTest {
                         lb.client.buffer.segment().set(ValueLayout.JAVA_LONG, slot * 8L, 0x1000L + slot);
                         CompletableFuture<WorkResult> f;
                         synchronized (lb) {
-                            f = lb.client.qp.writeAsync(lb.client.buffer, slot * 8L, 8, remote, slot * 8L);
+                            f = lb.client.qp.async().write(lb.client.buffer, slot * 8L, 8, remote, slot * 8L);
                         }
                         return f.get(T, TimeUnit.MILLISECONDS);
                     }));

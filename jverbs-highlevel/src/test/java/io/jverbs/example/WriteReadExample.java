@@ -85,8 +85,8 @@ public final class WriteReadExample {
                 out.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + 7));
             }
             try (Poller poller = Poller.start(null, IdleStrategy.busySpin(), cq)) {
-                qp.writeAsync(mine.slice(0, 4096), theirs).get(10, TimeUnit.SECONDS);
-                qp.readAsync(mine.slice(4096, 4096), theirs).get(10, TimeUnit.SECONDS);
+                qp.async().write(mine.slice(0, 4096), theirs).get(10, TimeUnit.SECONDS);
+                qp.async().read(mine.slice(4096, 4096), theirs).get(10, TimeUnit.SECONDS);
                 long mismatch = out.mismatch(mine.segment().asSlice(4096, 4096));
                 if (mismatch >= 0) {
                     System.out.println("client: FAILED, byte " + mismatch + " came back different");
@@ -116,7 +116,7 @@ public final class WriteReadExample {
         long[] nanos = new long[READS];
         for (int i = 0; i < READS; i++) {
             long start = System.nanoTime();
-            var read = qp.readAsync(mine.slice(4096, 64), theirs.slice(0, 64));
+            var read = qp.async().read(mine.slice(4096, 64), theirs.slice(0, 64));
             if (cq == null) {
                 read.get(10, TimeUnit.SECONDS);
             } else {

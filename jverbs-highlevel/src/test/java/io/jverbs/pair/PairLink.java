@@ -123,7 +123,7 @@ final class PairLink implements AutoCloseable {
             if (inFlight.size() >= window) {
                 awaitOne(inFlight.remove(0), deadline);
             }
-            inFlight.add(qp.writeAsync(buffer, (long) i * chunk, chunk, peer, (long) i * chunk));
+            inFlight.add(qp.async().write(buffer, (long) i * chunk, chunk, peer, (long) i * chunk));
         }
         for (CompletableFuture<WorkResult> f : inFlight) {
             awaitOne(f, deadline);
@@ -156,7 +156,7 @@ final class PairLink implements AutoCloseable {
                 fault.run();
             }
             long posted = System.nanoTime();
-            CompletableFuture<WorkResult> f = qp.writeAsync(buffer, 0, chunk, peer, 0);
+            CompletableFuture<WorkResult> f = qp.async().write(buffer, 0, chunk, peer, 0);
             try {
                 f.get(Math.max(1, (deadline - posted) / 1_000_000), TimeUnit.MILLISECONDS);
                 done++;

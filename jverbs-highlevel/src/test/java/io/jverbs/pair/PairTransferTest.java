@@ -80,7 +80,7 @@ class PairTransferTest {
         try (PairLink link = PairLink.open(node, 2L * bytes)) {
             if (node.isA()) {
                 node.control().expect("filled");
-                link.qp.readAsync(link.buffer, bytes, bytes, link.peer, 0).get(T, TimeUnit.MILLISECONDS);
+                link.qp.async().read(link.buffer, bytes, bytes, link.peer, 0).get(T, TimeUnit.MILLISECONDS);
                 agree(node, true, PairLink.check(link.buffer.segment(), bytes, bytes, 22));
             } else {
                 PairLink.fill(link.buffer.segment(), 0, bytes, 22);
@@ -100,10 +100,10 @@ class PairTransferTest {
                 List<CompletableFuture<WorkResult>> sends = new ArrayList<>();
                 for (int i = 0; i < 3; i++) {
                     PairLink.fill(link.buffer.segment(), (long) i * size, size, 30 + i);
-                    sends.add(link.qp.sendAsync(link.buffer, (long) i * size, size));
+                    sends.add(link.qp.async().send(link.buffer, (long) i * size, size));
                 }
                 PairLink.fill(link.buffer.segment(), 3L * size, size, 33);
-                sends.add(link.qp.sendWithImmediateAsync(link.buffer, 3L * size, size, 0xCAFE0001));
+                sends.add(link.qp.async().sendWithImmediate(link.buffer, 3L * size, size, 0xCAFE0001));
                 for (CompletableFuture<WorkResult> f : sends) {
                     f.get(T, TimeUnit.MILLISECONDS);
                 }
@@ -111,7 +111,7 @@ class PairTransferTest {
             } else {
                 List<CompletableFuture<WorkResult>> receives = new ArrayList<>();
                 for (int i = 0; i < 4; i++) {
-                    receives.add(link.qp.receiveAsync(link.buffer, (long) i * size, size));
+                    receives.add(link.qp.async().receive(link.buffer, (long) i * size, size));
                 }
                 node.control().send("posted", "");
                 String verdict = "ok";
@@ -136,11 +136,11 @@ class PairTransferTest {
         try (PairLink link = PairLink.open(node, 4096)) {
             if (node.isA()) {
                 node.control().expect("set");
-                link.qp.fetchAndAddAsync(link.buffer, 0, link.peer, 64, 1).get(T, TimeUnit.MILLISECONDS);
+                link.qp.async().fetchAndAdd(link.buffer, 0, link.peer, 64, 1).get(T, TimeUnit.MILLISECONDS);
                 assertEquals(41L, link.buffer.segment().get(ValueLayout.JAVA_LONG, 0), "fetch-and-add returns the old value");
-                link.qp.compareAndSwapAsync(link.buffer, 8, link.peer, 64, 42, 1000).get(T, TimeUnit.MILLISECONDS);
+                link.qp.async().compareAndSwap(link.buffer, 8, link.peer, 64, 42, 1000).get(T, TimeUnit.MILLISECONDS);
                 assertEquals(42L, link.buffer.segment().get(ValueLayout.JAVA_LONG, 8), "compare-and-swap returns the old value");
-                link.qp.compareAndSwapAsync(link.buffer, 16, link.peer, 64, 42, 7).get(T, TimeUnit.MILLISECONDS);
+                link.qp.async().compareAndSwap(link.buffer, 16, link.peer, 64, 42, 7).get(T, TimeUnit.MILLISECONDS);
                 assertEquals(1000L, link.buffer.segment().get(ValueLayout.JAVA_LONG, 16), "the failed compare sees 1000");
                 node.control().send("done", "");
                 agree(node, false, null);
@@ -205,9 +205,9 @@ class PairTransferTest {
                         + (System.nanoTime() - t0) / 1_000_000 + " ms");
                 try (Poller poller = Poller.start(null, IdleStrategy.backoff(), cq)) {
                     PairLink.fill(buf.segment(), 0, 4000, 66);
-                    qp.writeAsync(buf, 0, 4000, remote, 100).get(T, TimeUnit.MILLISECONDS);
+                    qp.async().write(buf, 0, 4000, remote, 100).get(T, TimeUnit.MILLISECONDS);
                     node.control().send("written", "");
-                    qp.readAsync(buf, 4096, 4000, remote, 100).get(T, TimeUnit.MILLISECONDS);
+                    qp.async().read(buf, 4096, 4000, remote, 100).get(T, TimeUnit.MILLISECONDS);
                     assertEquals("ok", PairLink.check(buf.segment(), 4096, 4000, 66), "read back over rdma_cm");
                     assertEquals("ok", node.control().expect("verdict"), "node b's check");
                 }

@@ -30,7 +30,7 @@ public final class FirstWrite {
                     byte[] msg = "hello over RDMA".getBytes(StandardCharsets.UTF_8);
                     buf.segment().copyFrom(MemorySegment.ofArray(msg));
                     RemoteBuffer theirs = c.peerBuffers().get(0);                      // from the handshake
-                    c.queuePair().writeAsync(buf, 0, msg.length, theirs, 0)            // write
+                    c.queuePair().async().write(buf, 0, msg.length, theirs, 0)            // write
                      .get(10, TimeUnit.SECONDS);                                       // await
                 }                                                                      // close: disconnects
             }

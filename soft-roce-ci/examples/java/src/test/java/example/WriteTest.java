@@ -49,7 +49,7 @@ class WriteTest {
                 try (Connection client = Connection.connect(clientPd, ip, 23459, Connection.Options.defaults());
                      Connection served = accepted.get(30, TimeUnit.SECONDS)) {
                     source.segment().copyFrom(MemorySegment.ofArray(msg));
-                    client.queuePair().writeAsync(source, 0, msg.length, client.peerBuffers().get(0), 0)
+                    client.queuePair().async().write(source, 0, msg.length, client.peerBuffers().get(0), 0)
                             .get(10, TimeUnit.SECONDS);
                     assertEquals("hello over RDMA", target.segment().getString(0));
                     System.out.println("rxe-example: RDMA Write on " + device + " through " + ip + ":23459");

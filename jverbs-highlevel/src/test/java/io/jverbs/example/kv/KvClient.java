@@ -48,9 +48,9 @@ public final class KvClient {
                 s.call(request(PUT, key, put), T).get();
                 boolean ok = Arrays.equals(s.call(request(GET, key, new byte[0]), T).get(), put);
                 local.segment().copyFrom(MemorySegment.ofArray(again));
-                s.queuePair().writeAsync(local, 0, VALUE, store, (long) key * VALUE); // ordered before the message
+                s.queuePair().async().write(local, 0, VALUE, store, (long) key * VALUE); // ordered before the message
                 s.send(ByteBuffer.allocate(4 + VALUE).order(ByteOrder.nativeOrder()).putInt(key).put(again).array());
-                s.queuePair().readAsync(local, VALUE, VALUE, store, (long) key * VALUE).get();
+                s.queuePair().async().read(local, VALUE, VALUE, store, (long) key * VALUE).get();
                 if (!ok || local.segment().asSlice(VALUE, VALUE).mismatch(MemorySegment.ofArray(again)) >= 0) {
                     return false;
                 }
