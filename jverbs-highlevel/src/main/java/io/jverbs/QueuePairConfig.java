@@ -159,9 +159,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @throws IllegalArgumentException when the remote rights do not suit the transport
      */
     public QueuePairConfig withTransport(Transport transport) {
-        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
-                operationTimeout);
+        return with(c -> c.transport = transport);
     }
 
     /**
@@ -174,9 +172,10 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @throws NullPointerException when a queue is null
      */
     public QueuePairConfig withQueues(CompletionQueue send, CompletionQueue receive) {
-        return new QueuePairConfig(send, receive, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex, signalEvery,
-                timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
-                operationTimeout);
+        return with(c -> {
+            c.sendQueue = send;
+            c.receiveQueue = receive;
+        });
     }
 
     /**
@@ -188,9 +187,11 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @throws IllegalArgumentException when a depth is below 1
      */
     public QueuePairConfig withDepth(int send, int receive) {
-        return new QueuePairConfig(sendQueue, receiveQueue, send, receive, maxInlineData, port, gidIndex,
-                Math.min(signalEvery, send), timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport,
-                minRnrTimer, remoteAccess, operationTimeout);
+        return with(c -> {
+            c.maxSendWr = send;
+            c.maxRecvWr = receive;
+            c.signalEvery = Math.min(c.signalEvery, send);
+        });
     }
 
     /**
@@ -201,9 +202,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @throws IllegalArgumentException when negative
      */
     public QueuePairConfig withMaxInlineData(int bytes) {
-        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, bytes, port, gidIndex, signalEvery,
-                timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
-                operationTimeout);
+        return with(c -> c.maxInlineData = bytes);
     }
 
     /**
@@ -214,9 +213,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @throws IllegalArgumentException when out of range
      */
     public QueuePairConfig withPort(int port) {
-        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
-                operationTimeout);
+        return with(c -> c.port = port);
     }
 
     /**
@@ -226,9 +223,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @return the copy
      */
     public QueuePairConfig withGidIndex(int index) {
-        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, index,
-                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
-                operationTimeout);
+        return with(c -> c.gidIndex = index);
     }
 
     /**
@@ -242,9 +237,10 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @throws IllegalArgumentException when out of range
      */
     public QueuePairConfig withRetry(int ackTimeout, int retries) {
-        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, ackTimeout, retries, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
-                operationTimeout);
+        return with(c -> {
+            c.timeout = ackTimeout;
+            c.retryCount = retries;
+        });
     }
 
     /**
@@ -258,9 +254,10 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @throws IllegalArgumentException when out of range
      */
     public QueuePairConfig withRnrRetry(int retries, int minRnrTimer) {
-        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, timeout, retryCount, retries, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
-                operationTimeout);
+        return with(c -> {
+            c.rnrRetry = retries;
+            c.minRnrTimer = minRnrTimer;
+        });
     }
 
     /**
@@ -272,9 +269,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @throws IllegalArgumentException when out of range
      */
     public QueuePairConfig withMaxRdAtomic(int outstanding) {
-        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, timeout, retryCount, rnrRetry, outstanding, confined, transport, minRnrTimer, remoteAccess,
-                operationTimeout);
+        return with(c -> c.maxRdAtomic = outstanding);
     }
 
     /**
@@ -284,9 +279,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @return the copy
      */
     public QueuePairConfig withSignalEvery(int every) {
-        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex, every,
-                timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
-                operationTimeout);
+        return with(c -> c.signalEvery = every);
     }
 
     /**
@@ -298,9 +291,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @return the copy
      */
     public QueuePairConfig withConfined(boolean confined) {
-        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
-                operationTimeout);
+        return with(c -> c.confined = confined);
     }
 
     /**
@@ -314,9 +305,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
     public QueuePairConfig withRemoteAccess(Access... rights) {
         java.util.Set<Access> set = java.util.EnumSet.noneOf(Access.class);
         java.util.Collections.addAll(set, rights);
-        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, set,
-                operationTimeout);
+        return with(c -> c.remoteAccess = set);
     }
 
     /**
@@ -327,9 +316,64 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      * @throws IllegalArgumentException when outside that range
      */
     public QueuePairConfig withOperationTimeout(java.time.Duration limit) {
-        return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
-                signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer, remoteAccess,
-                limit);
+        return with(c -> c.operationTimeout = limit);
+    }
+
+    /**
+     * Every {@code with…} method is one change to a copy of all the components, validated again
+     * by the canonical constructor: a new component is added here once, not in every method.
+     */
+    private QueuePairConfig with(java.util.function.Consumer<Components> change) {
+        Components c = new Components(this);
+        change.accept(c);
+        return c.build();
+    }
+
+    /** The components of a config being changed, mutable. */
+    private static final class Components {
+        CompletionQueue sendQueue;
+        CompletionQueue receiveQueue;
+        int maxSendWr;
+        int maxRecvWr;
+        int maxInlineData;
+        int port;
+        int gidIndex;
+        int signalEvery;
+        int timeout;
+        int retryCount;
+        int rnrRetry;
+        int maxRdAtomic;
+        boolean confined;
+        Transport transport;
+        int minRnrTimer;
+        java.util.Set<Access> remoteAccess;
+        java.time.Duration operationTimeout;
+
+        Components(QueuePairConfig c) {
+            sendQueue = c.sendQueue;
+            receiveQueue = c.receiveQueue;
+            maxSendWr = c.maxSendWr;
+            maxRecvWr = c.maxRecvWr;
+            maxInlineData = c.maxInlineData;
+            port = c.port;
+            gidIndex = c.gidIndex;
+            signalEvery = c.signalEvery;
+            timeout = c.timeout;
+            retryCount = c.retryCount;
+            rnrRetry = c.rnrRetry;
+            maxRdAtomic = c.maxRdAtomic;
+            confined = c.confined;
+            transport = c.transport;
+            minRnrTimer = c.minRnrTimer;
+            remoteAccess = c.remoteAccess;
+            operationTimeout = c.operationTimeout;
+        }
+
+        QueuePairConfig build() {
+            return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
+                    signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer,
+                    remoteAccess, operationTimeout);
+        }
     }
 
     /** The verbs access flags a peer gets through this queue pair, given the domain's granted rights. */
