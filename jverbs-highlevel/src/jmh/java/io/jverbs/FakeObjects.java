@@ -26,7 +26,7 @@ final class FakeObjects {
                 .withMaxInlineData(0).withConfined(confined);
         QueuePair pair = new QueuePair(null, config, rawQp, 0, new Gid(0, new byte[16], ""),
                 new Context.PortAttributes(1, verbs_h.IBV_PORT_ACTIVE, verbs_h.IBV_MTU_1024, verbs_h.IBV_MTU_1024,
-                        verbs_h.IBV_LINK_LAYER_ETHERNET, 1, 0, 1L << 31));
+                        verbs_h.IBV_LINK_LAYER_ETHERNET, 1, 0, 1L << 31), config.maxRdAtomic());
         pair.markConnected();
         cq.attach(pair);
         return pair;

@@ -77,7 +77,7 @@ public final class Async {
      */
     public CompletableFuture<WorkResult> write(RegisteredBuffer local, long localOffset, int length,
                                                     RemoteBuffer remote, long remoteOffset) {
-        return post("RDMA Write", id -> qp.path.send(id, verbs_h.IBV_WR_RDMA_WRITE, local, localOffset, length, remote,
+        return post("RDMA Write", id -> qp.postSend(id, verbs_h.IBV_WR_RDMA_WRITE, local, localOffset, length, remote,
                 remoteOffset, 0, 0, 0, true, "RDMA Write"));
     }
 
@@ -96,7 +96,7 @@ public final class Async {
      */
     public CompletableFuture<WorkResult> writeWithImmediate(RegisteredBuffer local, long localOffset, int length,
                                                                  RemoteBuffer remote, long remoteOffset, int immediate) {
-        return post("RDMA Write with immediate", id -> qp.path.send(id, verbs_h.IBV_WR_RDMA_WRITE_WITH_IMM, local,
+        return post("RDMA Write with immediate", id -> qp.postSend(id, verbs_h.IBV_WR_RDMA_WRITE_WITH_IMM, local,
                 localOffset, length, remote, remoteOffset, immediate, 0, 0, true, "RDMA Write with immediate"));
     }
 
@@ -116,7 +116,7 @@ public final class Async {
     public CompletableFuture<WorkResult> read(RegisteredBuffer local, long localOffset, int length,
                                                    RemoteBuffer remote, long remoteOffset) {
         qp.requireReliable("RDMA Read");
-        return post("RDMA Read", id -> qp.path.send(id, verbs_h.IBV_WR_RDMA_READ, local, localOffset, length, remote,
+        return post("RDMA Read", id -> qp.postSend(id, verbs_h.IBV_WR_RDMA_READ, local, localOffset, length, remote,
                 remoteOffset, 0, 0, 0, true, "RDMA Read"));
     }
 
@@ -131,7 +131,7 @@ public final class Async {
      * @throws WrongThreadException when the queue pair is confined to another thread
      */
     public CompletableFuture<WorkResult> send(RegisteredBuffer local, long localOffset, int length) {
-        return post("Send", id -> qp.path.send(id, verbs_h.IBV_WR_SEND, local, localOffset, length, null, 0, 0, 0, 0, true,
+        return post("Send", id -> qp.postSend(id, verbs_h.IBV_WR_SEND, local, localOffset, length, null, 0, 0, 0, 0, true,
                 "Send"));
     }
 
@@ -148,7 +148,7 @@ public final class Async {
      */
     public CompletableFuture<WorkResult> sendWithImmediate(RegisteredBuffer local, long localOffset, int length,
                                                                 int immediate) {
-        return post("Send with immediate", id -> qp.path.send(id, verbs_h.IBV_WR_SEND_WITH_IMM, local, localOffset, length,
+        return post("Send with immediate", id -> qp.postSend(id, verbs_h.IBV_WR_SEND_WITH_IMM, local, localOffset, length,
                 null, 0, immediate, 0, 0, true, "Send with immediate"));
     }
 
@@ -162,7 +162,7 @@ public final class Async {
      * @throws IllegalStateException when closed or in error
      */
     public CompletableFuture<WorkResult> receive(RegisteredBuffer local, long localOffset, int length) {
-        return post("Receive", id -> qp.path.receive(id, local, localOffset, length));
+        return post("Receive", id -> qp.postReceive(id, local, localOffset, length));
     }
 
     /**
@@ -183,7 +183,7 @@ public final class Async {
                                                              RemoteBuffer remote, long remoteOffset, long compare,
                                                              long swap) {
         qp.requireReliable("compare-and-swap");
-        return post("compare-and-swap", id -> qp.path.send(id, verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP, local, localOffset, 8,
+        return post("compare-and-swap", id -> qp.postSend(id, verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP, local, localOffset, 8,
                 remote, remoteOffset, 0, compare, swap, true, "compare-and-swap"));
     }
 
@@ -203,7 +203,7 @@ public final class Async {
     public CompletableFuture<WorkResult> fetchAndAdd(RegisteredBuffer local, long localOffset, RemoteBuffer remote,
                                                           long remoteOffset, long add) {
         qp.requireReliable("fetch-and-add");
-        return post("fetch-and-add", id -> qp.path.send(id, verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD, local, localOffset, 8,
+        return post("fetch-and-add", id -> qp.postSend(id, verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD, local, localOffset, 8,
                 remote, remoteOffset, 0, add, 0, true, "fetch-and-add"));
     }
 

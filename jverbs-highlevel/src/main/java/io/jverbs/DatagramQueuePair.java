@@ -523,7 +523,8 @@ public final class DatagramQueuePair extends QueueEndpoint {
     /** Throws when {@code to} was closed (read under this lock by the posts, which {@link Destination#close} takes). */
     void checkOpenDestination(Destination to, String what) {
         if (to.closed) {
-            throw new IllegalStateException("the destination to queue pair " + to.qpn + " is closed: " + what + " refused");
+            throw new RefusedException(RefusedException.Reason.CLOSED, "the destination to queue pair " + to.qpn + " is closed: "
+                    + what + " refused");
         }
     }
 
@@ -630,7 +631,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
     private void check(String what, long wrId) {
         ensureOpen(what);
         if (errorText != null) {
-            throw new IllegalStateException("datagram queue pair " + number + " is in error (" + errorText + "): "
+            throw new RefusedException(RefusedException.Reason.IN_ERROR, "datagram queue pair " + number + " is in error (" + errorText + "): "
                     + what + " refused");
         }
         if (wrId < 0) {

@@ -21,10 +21,11 @@ import static io.jverbs.WorkRequests.SEND_SGE;
 import static io.jverbs.WorkRequests.SEND_WR;
 
 /**
- * The one posting engine of a {@link QueuePair}: every way of posting — the zero-allocation
+ * The one posting engine of a {@link QueuePair}, its superclass (so that the engine's state is
+ * in the queue pair's own object: a post and a completion follow no extra reference): every way of posting — the zero-allocation
  * methods, {@link Async}'s futures, {@link PreparedRequest}s, {@link WorkBatch}es and memory
- * window binds — ends in {@link #send}, {@link #receive}, {@link #post(WorkBatch)},
- * {@link #post(PreparedRequest, long, boolean)} or {@link #windowRequest} here, which take the
+ * window binds — ends in {@link #postSend}, {@link #postReceive}, {@link #postBatch},
+ * {@link #postPrepared} or {@link #windowRequest} here, which take the
  * posting lock, check what the device cannot (the queue pair connected, the ranges inside their
  * buffers, the remote rights), account for the queues, write the request into scratch memory
  * laid out from the generated {@code sizeof()}s ({@link WorkRequests#SEND_WR} …) and call the
@@ -35,13 +36,13 @@ import static io.jverbs.WorkRequests.SEND_WR;
  * polling the completion queue (one at a time) owns {@code recvDone}, published with a release
  * store and read with an acquire load.
  */
-final class PostPath {
+abstract sealed class PostingEndpoint extends QueueEndpoint permits QueuePair {
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final VarHandle RECV_DONE;
 
     static {
         try {
-            RECV_DONE = MethodHandles.lookup().findVarHandle(PostPath.class, "recvDone", long.class);
+            RECV_DONE = MethodHandles.lookup().findVarHandle(PostingEndpoint.class, "recvDone", long.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -51,12 +52,11 @@ final class PostPath {
     private static final java.util.Set<LatencyTracker> TRACKERS_IN_USE = java.util.Collections.synchronizedSet(
             java.util.Collections.newSetFromMap(new java.util.WeakHashMap<>()));
 
-    private final QueuePair qp;
-    private final ProtectionDomain pd;
-    private final QueuePairConfig config;
-    private final Arena arena;
+    final ProtectionDomain pd;
+    final QueuePairConfig config;
+    final Arena arena = Arena.ofShared();
     private final long qpAddress;
-    private final int maxInline;
+    final int maxInline;
     /**
      * Taken by every post and by the destroy: posts from any thread are serialized, and close
      * waits for one in progress. A confined queue pair's lock ({@link QueuePairConfig#confined()})
@@ -70,18 +70,22 @@ final class PostPath {
     final SendQueue sendQueue;
     private long recvCount;
     private long recvDone;
+    /**
+     * The queue pair's state ({@link QueuePair#state()}), here beside what every post reads:
+     * written under the queue pair's monitor; volatile because posts read it holding only the
+     * posting lock.
+     */
+    volatile QueuePair.State state = QueuePair.State.PREPARED;
     /** Per-connection latency, or null: set before connect ({@link QueuePair#trackLatency}), read by posts and polls. */
     volatile LatencyTracker latency;
 
-    PostPath(QueuePair qp, ProtectionDomain pd, QueuePairConfig config, MemorySegment handle, int maxInline,
-             Arena arena) {
-        this.qp = qp;
+    PostingEndpoint(ProtectionDomain pd, QueuePairConfig config, MemorySegment handle, int maxInline) {
+        super("queue pair", pd);
         this.pd = pd;
         this.config = config;
-        this.arena = arena;
         this.qpAddress = handle.address();
         this.maxInline = maxInline;
-        this.posting = new PostLock(qp, config.confined() ? Thread.currentThread() : null);
+        this.posting = new PostLock(this, config.confined() ? Thread.currentThread() : null);
         this.scratch = arena.allocate(INLINE + Math.max(8, maxInline), 64);
         this.scratchAddress = scratch.address();
         WorkRequests.link(scratchAddress + SEND_WR, scratchAddress + SEND_SGE); // kept: only fill() writes this request
@@ -92,30 +96,38 @@ final class PostPath {
         this.sendQueue = new SendQueue(config.maxSendWr());
     }
 
+    /** Why a post is refused now: closed, not connected yet, or in error. */
+    abstract RefusedException notPostable(String what);
+
     /** One volatile read on the data path: the destroy sets {@link QueuePair.State#CLOSED} under the posting lock. */
     private void checkPostable(String what) {
-        if (qp.state != QueuePair.State.CONNECTED) {
-            throw qp.notPostable(what);
+        if (state != QueuePair.State.CONNECTED) {
+            throw notPostable(what);
         }
     }
 
-    /**
-     * The polling thread's side of the accounting for one successful completion (no lock: see
-     * the class comment); tells the latency tracker of a send-side one.
-     */
-    void completed(boolean receive, CompletionQueue from) {
-        if (receive) {
-            RECV_DONE.setRelease(this, recvDone + 1);
-            return;
-        }
+    // The polling thread's side of the accounting for one successful completion (no lock: see the
+    // class comment). Each is small enough for the JIT to inline into the poll.
+
+    /** A receive completed. */
+    void receiveCompleted() {
+        RECV_DONE.setRelease(this, recvDone + 1);
+    }
+
+    /** A send-side request completed: its room is free again; the latency tracker hears of it. */
+    void sendCompleted(CompletionQueue from) {
         sendQueue.retireOne();
         LatencyTracker tracker = latency;
         if (tracker != null) {
-            try {
-                tracker.completed();
-            } catch (RuntimeException | Error e) {
-                from.handlerFailed(e); // the recorder threw: the completion is still routed
-            }
+            timed(tracker, from);
+        }
+    }
+
+    private static void timed(LatencyTracker tracker, CompletionQueue from) {
+        try {
+            tracker.completed();
+        } catch (RuntimeException | Error e) {
+            from.handlerFailed(e); // the recorder threw: the completion is still routed
         }
     }
 
@@ -124,18 +136,18 @@ final class PostPath {
      * monitor, before it connects); see {@link QueuePair#trackLatency}.
      */
     void track(LatencyTracker tracker) {
-        if (qp.state != QueuePair.State.PREPARED || latency != null) {
-            throw new IllegalStateException("queue pair " + qp.number() + ": trackLatency before connect, once"
-                    + (latency != null ? " (it already has a tracker)" : " (it is " + qp.state + ")"));
+        if (state != QueuePair.State.PREPARED || latency != null) {
+            throw new IllegalStateException("queue pair " + number() + ": trackLatency before connect, once"
+                    + (latency != null ? " (it already has a tracker)" : " (it is " + state + ")"));
         }
         if (tracker.capacity() < config.maxSendWr()) {
-            throw new IllegalArgumentException("queue pair " + qp.number() + ": the latency tracker times "
+            throw new IllegalArgumentException("queue pair " + number() + ": the latency tracker times "
                     + tracker.capacity() + " signaled requests in flight, the send queue holds " + config.maxSendWr()
                     + ": with more in flight it would pair completions with the wrong posts; size it for "
                     + config.maxSendWr());
         }
         if (!TRACKERS_IN_USE.add(tracker)) {
-            throw new IllegalStateException("queue pair " + qp.number() + ": the latency tracker already times another"
+            throw new IllegalStateException("queue pair " + number() + ": the latency tracker already times another"
                     + " queue pair, and pairs each completion with that one's posts: give each queue pair its own");
         }
         latency = tracker;
@@ -154,8 +166,18 @@ final class PostPath {
         RECV_DONE.setRelease(this, recvCount);
     }
 
+    /**
+     * An RDMA Write through {@link #postSend}: the zero-allocation call passes 7 values to here, not
+     * {@code postSend}'s 12, which the JIT's calling convention would partly spill to the stack.
+     */
+    int postWrite(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote, long remoteOffset,
+              boolean signaled) {
+        return postSend(wrId, verbs_h.IBV_WR_RDMA_WRITE, local, localOffset, length, remote, remoteOffset, 0, 0, 0, signaled,
+                "RDMA Write");
+    }
+
     /** Posts a batch's requests as one list; see {@link QueuePair#post(WorkBatch)}. */
-    int post(WorkBatch batch) {
+    int postBatch(WorkBatch batch) {
         posting.lock("post a batch");
         try {
             return postLocked(batch);
@@ -166,7 +188,7 @@ final class PostPath {
 
     private int postLocked(WorkBatch batch) {
         checkPostable("post a batch");
-        if (batch.owner() != qp) {
+        if (batch.owner() != this) {
             throw new IllegalArgumentException("the batch belongs to another queue pair");
         }
         batch.recheck("post a batch");
@@ -214,7 +236,7 @@ final class PostPath {
         return QueuePair.OK;
     }
 
-    PreparedRequest prepare(int opcode, RegisteredBuffer local, long localOffset, int length,
+    PreparedRequest prepareRequest(int opcode, RegisteredBuffer local, long localOffset, int length,
                                                  RemoteBuffer remote, long remoteOffset, String what) {
         local.checkUse(pd, localOffset, length, opcode == verbs_h.IBV_WR_RDMA_READ, what);
         long remoteAddress = remote == null ? 0 : remoteTarget(remote, remoteOffset, length, opcode, what);
@@ -227,11 +249,11 @@ final class PostPath {
         if (remote != null) {
             WorkRequests.rdma(wr, remoteAddress, remote.rkey());
         }
-        return new PreparedRequest(qp, opcode, local, localOffset, length, inline, wr, sge);
+        return new PreparedRequest((QueuePair) this, opcode, local, localOffset, length, inline, wr, sge);
     }
 
     /** Posts a prepared request; see {@link QueuePair#post(PreparedRequest, long, boolean)}. */
-    int post(PreparedRequest request, long wrId, boolean signaled) {
+    int postPrepared(PreparedRequest request, long wrId, boolean signaled) {
         posting.lock("post a prepared request");
         try {
             return postLocked(request, wrId, signaled);
@@ -242,9 +264,9 @@ final class PostPath {
 
     private int postLocked(PreparedRequest request, long wrId, boolean signaled) {
         checkPostable("post a prepared request");
-        if (request.queuePair() != qp) {
+        if (request.queuePair() != this) {
             throw new IllegalArgumentException("the prepared request belongs to queue pair " + request.queuePair().number()
-                    + ", not " + qp.number());
+                    + ", not " + number());
         }
         RegisteredBuffer local = request.local();
         local.checkOpen("post a prepared request"); // its range was checked when it was prepared
@@ -263,7 +285,7 @@ final class PostPath {
         return submit(request.wrAddress, request.length(), signal);
     }
 
-    int send(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
+    int postSend(long wrId, int opcode, RegisteredBuffer local, long localOffset, int length,
                          RemoteBuffer remote, long remoteOffset, int immediate, long compareAdd, long swap,
                          boolean signaled, String what) {
         posting.lock(what);
@@ -391,7 +413,7 @@ final class PostPath {
         throw VerbsException.of("ibv_post_send", rc);
     }
 
-    int receive(long wrId, RegisteredBuffer local, long localOffset, int length) {
+    int postReceive(long wrId, RegisteredBuffer local, long localOffset, int length) {
         posting.lock("receive");
         try {
             return receiveLocked(wrId, local, localOffset, length);
@@ -401,8 +423,8 @@ final class PostPath {
     }
 
     private int receiveLocked(long wrId, RegisteredBuffer local, long localOffset, int length) {
-        if (qp.state != QueuePair.State.CONNECTED && qp.state != QueuePair.State.PREPARED) { // receives may wait in INIT for the connect
-            throw qp.notPostable("receive");
+        if (state != QueuePair.State.CONNECTED && state != QueuePair.State.PREPARED) { // receives may wait in INIT for the connect
+            throw notPostable("receive");
         }
         local.checkUse(pd, localOffset, length, true, "receive");
         if (recvCount - (long) RECV_DONE.getAcquire(this) >= config.maxRecvWr()) {

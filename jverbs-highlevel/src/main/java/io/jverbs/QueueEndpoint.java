@@ -5,10 +5,12 @@ package io.jverbs;
  * A queue pair whose completions a {@link CompletionQueue} routes: reliable-connected
  * ({@link QueuePair}) or datagram ({@link DatagramQueuePair}).
  *
- * <p>The class is sealed and both of its subclasses are final: its protected members are the
- * hooks those two implement, and no code outside this module can call or override them.
+ * <p>The class is sealed, and so is its one abstract subclass (the posting engine of
+ * {@link QueuePair}); the two concrete ones, {@link QueuePair} and {@link DatagramQueuePair}, are
+ * final: its protected members are the hooks those two implement, and no code outside this
+ * module can call or override them.
  */
-public abstract sealed class QueueEndpoint extends Resource permits QueuePair, DatagramQueuePair {
+public abstract sealed class QueueEndpoint extends Resource permits PostingEndpoint, DatagramQueuePair {
     /**
      * Makes the Java side of a new queue pair.
      *

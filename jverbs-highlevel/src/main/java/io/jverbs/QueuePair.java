@@ -50,7 +50,7 @@ import java.util.concurrent.CompletableFuture;
  * Closing fails the futures of work still in flight ({@code IllegalStateException}); the
  * zero-allocation style hears nothing more of such work.
  */
-public final class QueuePair extends QueueEndpoint {
+public final class QueuePair extends PostingEndpoint {
     /** A post was accepted. */
     public static final int OK = 0;
     /** The send queue is full: poll completions, then post again. */
@@ -74,24 +74,16 @@ public final class QueuePair extends QueueEndpoint {
         CLOSED
     }
 
-    private final ProtectionDomain pd;
-    private final QueuePairConfig config;
     private final MemorySegment qp;
     private final long qpAddress;
     private final int number;
     private final int psn;
     private final Gid gid;
     private final Context.PortAttributes port;
-    private final int maxInline;
     /** Outstanding RDMA Reads/atomics in each direction: the config's, capped by the device when created. */
     private final int rdAtomic;
-    private final Arena arena = Arena.ofShared();
-    /** Where every post goes: the one posting engine. */
-    final PostPath path;
     /** The futures' face of this queue pair and their slots. */
     private final Async async;
-    /** Written under the monitor; volatile because posts read it holding only the posting lock. */
-    volatile State state = State.PREPARED;
     private volatile String errorText;
     /** The access flags the device has for this queue pair (set at connect, widened with the domain's). */
     private int accessFlags;
@@ -100,9 +92,7 @@ public final class QueuePair extends QueueEndpoint {
 
     QueuePair(ProtectionDomain pd, QueuePairConfig config, MemorySegment qp, int maxInline, Gid gid,
               Context.PortAttributes port, int rdAtomic) {
-        super("queue pair", pd);
-        this.pd = pd;
-        this.config = config;
+        super(pd, config, qp, maxInline);
         this.qp = qp;
         this.qpAddress = qp.address();
         MemorySegment q = qp.reinterpret(ibv_qp.sizeof());
@@ -110,9 +100,7 @@ public final class QueuePair extends QueueEndpoint {
         this.psn = PSN.nextInt(1 << 24);
         this.gid = gid;
         this.port = port;
-        this.maxInline = maxInline;
         this.rdAtomic = rdAtomic;
-        this.path = new PostPath(this, pd, config, qp, maxInline, arena);
         this.async = new Async(this, config.maxSendWr() + config.maxRecvWr());
     }
 
@@ -337,7 +325,7 @@ public final class QueuePair extends QueueEndpoint {
      */
     private void resetToInit(String why) {
         modify(attr -> ibv_qp_attr.qp_state(attr, verbs_h.IBV_QPS_RESET), verbs_h.IBV_QP_STATE);
-        path.receivesDropped();
+        receivesDropped();
         failPending(new IllegalStateException("queue pair " + number + " was reset, its receives dropped: " + why),
                 config.receiveQueue());
         toInit();
@@ -485,8 +473,7 @@ public final class QueuePair extends QueueEndpoint {
      */
     public int write(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
                      long remoteOffset, boolean signaled) {
-        return path.send(userId(wrId), verbs_h.IBV_WR_RDMA_WRITE, local, localOffset, length, remote, remoteOffset, 0,
-                0, 0, signaled, "RDMA Write");
+        return postWrite(userId(wrId), local, localOffset, length, remote, remoteOffset, signaled);
     }
 
     /**
@@ -508,7 +495,7 @@ public final class QueuePair extends QueueEndpoint {
      */
     public int writeWithImmediate(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
                                   long remoteOffset, int immediate, boolean signaled) {
-        return path.send(userId(wrId), verbs_h.IBV_WR_RDMA_WRITE_WITH_IMM, local, localOffset, length, remote,
+        return postSend(userId(wrId), verbs_h.IBV_WR_RDMA_WRITE_WITH_IMM, local, localOffset, length, remote,
                 remoteOffset, immediate, 0, 0, signaled, "RDMA Write with immediate");
     }
 
@@ -531,7 +518,7 @@ public final class QueuePair extends QueueEndpoint {
     public int read(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
                     long remoteOffset, boolean signaled) {
         requireReliable("RDMA Read");
-        return path.send(userId(wrId), verbs_h.IBV_WR_RDMA_READ, local, localOffset, length, remote, remoteOffset, 0, 0,
+        return postSend(userId(wrId), verbs_h.IBV_WR_RDMA_READ, local, localOffset, length, remote, remoteOffset, 0, 0,
                 0, signaled, "RDMA Read");
     }
 
@@ -549,7 +536,7 @@ public final class QueuePair extends QueueEndpoint {
      * @throws IndexOutOfBoundsException when the range lies outside the buffer
      */
     public int send(long wrId, RegisteredBuffer local, long localOffset, int length, boolean signaled) {
-        return path.send(userId(wrId), verbs_h.IBV_WR_SEND, local, localOffset, length, null, 0, 0, 0, 0, signaled,
+        return postSend(userId(wrId), verbs_h.IBV_WR_SEND, local, localOffset, length, null, 0, 0, 0, 0, signaled,
                 "Send");
     }
 
@@ -569,7 +556,7 @@ public final class QueuePair extends QueueEndpoint {
      */
     public int sendWithImmediate(long wrId, RegisteredBuffer local, long localOffset, int length, int immediate,
                                  boolean signaled) {
-        return path.send(userId(wrId), verbs_h.IBV_WR_SEND_WITH_IMM, local, localOffset, length, null, 0, immediate, 0,
+        return postSend(userId(wrId), verbs_h.IBV_WR_SEND_WITH_IMM, local, localOffset, length, null, 0, immediate, 0,
                 0, signaled, "Send with immediate");
     }
 
@@ -595,7 +582,7 @@ public final class QueuePair extends QueueEndpoint {
     public int compareAndSwap(long wrId, RegisteredBuffer local, long localOffset, RemoteBuffer remote,
                               long remoteOffset, long compare, long swap, boolean signaled) {
         requireReliable("compare-and-swap");
-        return path.send(userId(wrId), verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP, local, localOffset, 8, remote, remoteOffset, 0,
+        return postSend(userId(wrId), verbs_h.IBV_WR_ATOMIC_CMP_AND_SWP, local, localOffset, 8, remote, remoteOffset, 0,
                 compare, swap, signaled, "compare-and-swap");
     }
 
@@ -619,7 +606,7 @@ public final class QueuePair extends QueueEndpoint {
     public int fetchAndAdd(long wrId, RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset,
                            long add, boolean signaled) {
         requireReliable("fetch-and-add");
-        return path.send(userId(wrId), verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD, local, localOffset, 8, remote, remoteOffset,
+        return postSend(userId(wrId), verbs_h.IBV_WR_ATOMIC_FETCH_AND_ADD, local, localOffset, 8, remote, remoteOffset,
                 0, add, 0, signaled, "fetch-and-add");
     }
 
@@ -639,7 +626,7 @@ public final class QueuePair extends QueueEndpoint {
      * @throws IndexOutOfBoundsException when the range lies outside the buffer
      */
     public int receive(long wrId, RegisteredBuffer local, long localOffset, int length) {
-        return path.receive(userId(wrId), local, localOffset, length);
+        return postReceive(userId(wrId), local, localOffset, length);
     }
 
     /**
@@ -682,7 +669,7 @@ public final class QueuePair extends QueueEndpoint {
      * @throws VerbsException when the provider refuses a request (the message says how many were posted)
      */
     public int post(WorkBatch batch) {
-        return path.post(batch);
+        return postBatch(batch);
     }
 
 
@@ -697,19 +684,19 @@ public final class QueuePair extends QueueEndpoint {
             throw notPostable(what);
         }
         int access = Access.flags(window.rights(), false);
-        return async.post(what, id -> path.windowRequest(id, window, window.buffer(), access, true, what), quiet);
+        return async.post(what, id -> windowRequest(id, window, window.buffer(), access, true, what), quiet);
     }
 
     /** jverbs' own Send of {@code length} bytes of {@code local}, which no deadline fails. */
     CompletableFuture<WorkResult> sendQuietly(RegisteredBuffer local, int length) {
-        return async.post("Send", id -> path.send(id, verbs_h.IBV_WR_SEND, local, 0, length, null, 0, 0, 0, 0, true,
+        return async.post("Send", id -> postSend(id, verbs_h.IBV_WR_SEND, local, 0, length, null, 0, 0, 0, 0, true,
                 "Send"), true);
     }
 
     /** Revokes {@code window}'s binding on this send queue ({@code IBV_WR_LOCAL_INV}). */
     CompletableFuture<WorkResult> invalidate(MemoryWindow window, int rkey) {
         String what = "invalidate a memory window";
-        return async.post(what, id -> path.windowRequest(id, window, null, rkey, false, what), false);
+        return async.post(what, id -> windowRequest(id, window, null, rkey, false, what), false);
     }
 
 
@@ -751,15 +738,18 @@ public final class QueuePair extends QueueEndpoint {
 
     @Override
     Thread confinedTo() {
-        return path.posting.confinedTo();
+        return posting.confinedTo();
     }
 
 
-    IllegalStateException notPostable(String what) {
+    @Override
+    RefusedException notPostable(String what) {
         ensureOpen(what);
-        return new IllegalStateException(state == State.PREPARED
-                    ? "queue pair " + number + " is not connected yet: connect(peerEndpoint) before " + what
-                    : "queue pair " + number + " is in error (" + errorText + "): " + what + " refused; make a new one");
+        return state == State.PREPARED
+                ? new RefusedException(RefusedException.Reason.NOT_CONNECTED, "queue pair " + number
+                        + " is not connected yet: connect(peerEndpoint) before " + what)
+                : new RefusedException(RefusedException.Reason.IN_ERROR, "queue pair " + number + " is in error ("
+                        + errorText + "): " + what + " refused; make a new one");
     }
 
     // ---- prepared requests ----
@@ -823,7 +813,7 @@ public final class QueuePair extends QueueEndpoint {
     private synchronized PreparedRequest prepare(int opcode, RegisteredBuffer local, long localOffset, int length,
                                                  RemoteBuffer remote, long remoteOffset, String what) {
         ensureOpen(what);
-        return path.prepare(opcode, local, localOffset, length, remote, remoteOffset, what);
+        return prepareRequest(opcode, local, localOffset, length, remote, remoteOffset, what);
     }
 
     /**
@@ -842,7 +832,7 @@ public final class QueuePair extends QueueEndpoint {
      * @throws VerbsException           when the provider refuses the post
      */
     public int post(PreparedRequest request, long wrId, boolean signaled) {
-        return path.post(request, wrId, signaled);
+        return postPrepared(request, wrId, signaled);
     }
 
 
@@ -884,7 +874,11 @@ public final class QueuePair extends QueueEndpoint {
         long wrId = c.wrId();
         int status = c.status();
         if (status == WcStatus.SUCCESS) {
-            path.completed(c.isReceive(), from);
+            if (c.isReceive()) {
+                receiveCompleted();
+            } else {
+                sendCompleted(from);
+            }
             if ((wrId & FUTURE_TAG) == 0) {
                 return true;
             }
@@ -895,7 +889,7 @@ public final class QueuePair extends QueueEndpoint {
 
     /** A failed completion, out of line so the hot success path stays small enough to inline. */
     private boolean failed(Completion c, long wrId, int status) {
-        LatencyTracker tracker = path.latency;
+        LatencyTracker tracker = latency;
         if (tracker != null) {
             tracker.failed(); // any failure errors the queue pair (a failed completion's opcode is not defined)
         }
@@ -927,7 +921,7 @@ public final class QueuePair extends QueueEndpoint {
     public synchronized void trackLatency(LatencyTracker tracker) {
         java.util.Objects.requireNonNull(tracker, "tracker");
         ensureOpen("track latency");
-        path.track(tracker);
+        track(tracker);
     }
 
 
@@ -937,7 +931,7 @@ public final class QueuePair extends QueueEndpoint {
      * @return the tracker, or null
      */
     public LatencyTracker latencyTracker() {
-        return path.latency;
+        return latency;
     }
 
     @Override
@@ -960,19 +954,19 @@ public final class QueuePair extends QueueEndpoint {
     protected void destroyQueuePair() {
         List<OperationFuture<?>> orphans = async.takeAll();
         int rc;
-        path.posting.lock("close"); // waits for a post in progress; later posts see the queue pair closed
+        posting.lock("close"); // waits for a post in progress; later posts see the queue pair closed
         try {
             state = State.CLOSED;
             rc = verbs_h.ibv_destroy_qp(qp);
             arena.close();
         } finally {
-            path.posting.unlock();
+            posting.unlock();
         }
         for (OperationFuture<?> f : orphans) {
             f.fail(new IllegalStateException("queue pair " + number
                     + " was closed with this operation in flight"));
         }
-        path.untrack();
+        untrack();
         VerbsException.check("ibv_destroy_qp", rc, 0);
     }
 

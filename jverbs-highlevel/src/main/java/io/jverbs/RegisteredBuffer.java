@@ -307,10 +307,10 @@ public final class RegisteredBuffer extends Resource {
      */
     void checkOpen(String operation) {
         if (isClosed()) {
-            throw new IllegalStateException("registered buffer is closed: cannot " + operation);
+            throw new RefusedException(RefusedException.Reason.CLOSED, "registered buffer is closed: cannot " + operation);
         }
         if (callerMemory && !memory.scope().isAlive()) {
-            throw new IllegalStateException("the memory of " + this + " was freed (its arena is closed): cannot "
+            throw new RefusedException(RefusedException.Reason.CLOSED, "the memory of " + this + " was freed (its arena is closed): cannot "
                     + operation + "; close the registration before its arena, or register with"
                     + " ProtectionDomain.register(arena, segment), which does it for you");
         }
@@ -318,7 +318,7 @@ public final class RegisteredBuffer extends Resource {
 
     private void checkOpen() {
         if (isClosed()) {
-            throw new IllegalStateException("registered buffer is closed");
+            throw new RefusedException(RefusedException.Reason.CLOSED, "registered buffer is closed");
         }
     }
 

@@ -50,7 +50,8 @@ public abstract sealed class Resource implements AutoCloseable
     private synchronized void adopt(Resource child) {
         if (closing) {
             // The parent was closed while the child was being made: undo the child right away.
-            throw new IllegalStateException(kind + " is closed: cannot create a " + child.kind + " under it");
+            throw new RefusedException(RefusedException.Reason.CLOSED, kind + " is closed: cannot create a " + child.kind
+                    + " under it");
         }
         children.add(child);
     }
@@ -118,7 +119,7 @@ public abstract sealed class Resource implements AutoCloseable
      */
     final void ensureOpen(String operation) {
         if (closed) {
-            throw new IllegalStateException(kind + " is closed: cannot " + operation);
+            throw new RefusedException(RefusedException.Reason.CLOSED, kind + " is closed: cannot " + operation);
         }
     }
 

@@ -146,24 +146,24 @@ public final class WorkBatch extends PostList {
                           RemoteBuffer remote, long remoteOffset, long compareAdd, long swap, boolean wantSignal) {
         int i = nextIndex(wrId);
         local.checkUse(qp.protectionDomain(), localOffset, length,
-                opcode == verbs_h.IBV_WR_RDMA_READ || PostPath.isAtomic(opcode), "batch");
+                opcode == verbs_h.IBV_WR_RDMA_READ || PostingEndpoint.isAtomic(opcode), "batch");
         long remoteAddress = 0;
         int rkey = 0;
         if (remote != null) {
-            remoteAddress = PostPath.remoteTarget(remote, remoteOffset, length, opcode, "batch");
+            remoteAddress = PostingEndpoint.remoteTarget(remote, remoteOffset, length, opcode, "batch");
             rkey = remote.rkey();
         }
         long wr = wrOffset(i);
         long data = local.address() + localOffset;
         int flags = 0;
         inlineFrom[i] = -1;
-        if (qp.path.inlines(opcode, length)) { // the queue pair's rule: its max inline, Write and Send only
+        if (qp.inlines(opcode, length)) { // the queue pair's rule: its max inline, Write and Send only
             inlineFrom[i] = localOffset; // copied at the post, so that it carries that moment's bytes
             data = base + inlineSlotOffset(i);
             flags = verbs_h.IBV_SEND_INLINE;
         }
         WorkRequests.send(memory, base, wr, sgeOffset(i), wrId, opcode, flags, 0, data, length, local.lkey());
-        if (PostPath.isAtomic(opcode)) {
+        if (PostingEndpoint.isAtomic(opcode)) {
             WorkRequests.atomic(memory, wr, remoteAddress, rkey, compareAdd, swap);
         } else {
             WorkRequests.rdma(memory, wr, remoteAddress, rkey);

@@ -10,6 +10,7 @@ import io.jverbs.QueuePair;
 import io.jverbs.QueuePairConfig;
 import io.jverbs.Rdma;
 import io.jverbs.RegisteredBuffer;
+import io.jverbs.RefusedException;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.WorkResult;
 import io.jverbs.ibverbs.device.DeviceTest;
@@ -174,7 +175,8 @@ class MisuseTest {
             assertTrue(closedE.getCause().getMessage().contains("closed with this operation in flight")
                     || closedE.getCause() instanceof io.jverbs.CompletionFailedException, closedE.toString());
             ran.add("close with work in flight");
-            expect(IllegalStateException.class, "closed", () -> qp.write(10, buf, 0, 8, remote, 0, true));
+            assertEquals(RefusedException.Reason.CLOSED, expect(RefusedException.class, "closed",
+                    () -> qp.write(10, buf, 0, 8, remote, 0, true)).reason());
             ran.add("post on a closed queue pair");
             expect(IllegalStateException.class, "closed", qp::handle);
             ran.add("raw handle after close");
@@ -186,13 +188,15 @@ class MisuseTest {
             CompletionQueue cq = ctx.createCompletionQueue(256);
             QueuePair prepared = pd.createQueuePair(QueuePairConfig.rc(cq).withGidIndex(Math.max(device.gidIndexEnv(), -1)));
             RegisteredBuffer b = pd.allocate(64, Access.REMOTE_WRITE);
-            expect(IllegalStateException.class, "not connected", () -> prepared.write(1, b, 0, 8, b.remote(), 0, true));
+            assertEquals(RefusedException.Reason.NOT_CONNECTED, expect(RefusedException.class, "not connected",
+                    () -> prepared.write(1, b, 0, 8, b.remote(), 0, true)).reason());
             ran.add("post before connect");
             pd.close();
             assertTrue(b.isClosed() && prepared.isClosed(), "closing the PD closed its buffer and queue pair");
             expect(IllegalStateException.class, "closed", () -> pd.createQueuePair(QueuePairConfig.rc(cq)));
             ran.add("closed parent");
-            expect(IllegalStateException.class, "closed", () -> pd.allocate(64));
+            assertEquals(RefusedException.Reason.CLOSED,
+                    expect(RefusedException.class, "closed", () -> pd.allocate(64)).reason());
             ran.add("allocate from a closed protection domain");
         }
 

@@ -8,6 +8,7 @@ import io.jverbs.QueuePair;
 import io.jverbs.PreparedRequest;
 import io.jverbs.QueuePairConfig;
 import io.jverbs.Rdma;
+import io.jverbs.RefusedException;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.WcStatus;
@@ -364,8 +365,9 @@ class TransferTest {
             assertTrue(failed.getMessage().contains("REM_ACCESS_ERR"), failed.getMessage());
             assertEquals(QueuePair.State.ERROR, lb.client.qp.state());
             assertEquals(verbs_h.IBV_QPS_ERR, lb.client.qp.deviceState(), "the device agrees: ERR");
-            IllegalStateException later = assertThrows(IllegalStateException.class,
+            RefusedException later = assertThrows(RefusedException.class,
                     () -> lb.client.qp.write(1, lb.client.buffer, 0, 8, good, 0, true));
+            assertEquals(RefusedException.Reason.IN_ERROR, later.reason());
             assertTrue(later.getMessage().contains("in error") && later.getMessage().contains("REM_ACCESS_ERR"), later.getMessage());
         }
     }
