@@ -120,8 +120,10 @@ final class Outputs {
         root.put(key, value);
     }
 
-    void allocation(long bytes) {
+    /** jverbs' extras of the measured loops: the bytes the measuring thread allocated, the JIT's milliseconds (-1: unknown). */
+    void allocation(long bytes, long jitMs) {
         root.put("allocated_bytes", bytes);
+        root.put("jit_ms_during_loop", jitMs);
     }
 
     void write(Path file) {

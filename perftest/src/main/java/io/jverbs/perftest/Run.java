@@ -21,13 +21,6 @@ import java.lang.management.ManagementFactory;
  * {@link LatRun} run the records, syncs and loops of their kind ({@link #body}).
  */
 abstract sealed class Run permits BwRun, LatRun {
-    /**
-     * The comparison harness's probe around each measured loop (compare-perftest's harness, in
-     * the test sources): called with
-     * true just before a loop starts and false just after it ends, on the measuring thread, outside
-     * the clock and the allocation count. Null (the default) outside the harness.
-     */
-    static volatile java.util.function.Consumer<Boolean> measuredLoopProbe;
     private static final com.sun.management.ThreadMXBean THREADS =
             (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
     /** Larger cycle buffers than this from a peer are refused (C uses the page size: 4 KiB, 64 KiB on some arm64). */
@@ -48,6 +41,10 @@ abstract sealed class Run permits BwRun, LatRun {
     private int mtu;
     private int cycle;
     private long allocated = -1;
+    /** Milliseconds the JIT compiled while the measured loops ran, or -1 when the JVM does not say. */
+    private long jitMs = -1;
+    private static final java.lang.management.CompilationMXBean JIT = ManagementFactory.getCompilationMXBean();
+    private static final boolean JIT_TIMED = JIT != null && JIT.isCompilationTimeMonitoringSupported();
     private Warmup.Outcome warmup;
     String thresholdMiss;
     private CounterWatch counters;
@@ -136,7 +133,7 @@ abstract sealed class Run permits BwRun, LatRun {
         counters.finish(streams.out(), outputs);
         if (c.outJson()) {
             if (allocated >= 0) {
-                outputs.allocation(allocated);
+                outputs.allocation(allocated, jitMs);
             }
             outputs.write(c.outJsonFile());
         }
@@ -423,23 +420,27 @@ abstract sealed class Run permits BwRun, LatRun {
     }
 
     /**
-     * Runs a measured loop between the harness's probes, adding what it allocated on this thread
-     * to {@link #allocated}. The caller makes {@code loop} before this runs, so its own allocation
-     * is not counted.
+     * Runs a measured loop inside a {@link MeasuredLoopEvent}, adding what it allocated on this
+     * thread to {@link #allocated} and the JIT's compile time meanwhile to {@link #jitMs}. The caller makes {@code loop} before this runs, so its own
+     * allocation is not counted (nor the event's, made before the count starts).
      */
     void measure(Runnable loop) {
-        probe(true);
+        MeasuredLoopEvent event = new MeasuredLoopEvent();
+        event.begin();
+        long jitBefore = JIT_TIMED ? JIT.getTotalCompilationTime() : 0;
         long before = THREADS.getCurrentThreadAllocatedBytes();
         loop.run();
         long after = THREADS.getCurrentThreadAllocatedBytes();
-        probe(false);
+        long jitAfter = JIT_TIMED ? JIT.getTotalCompilationTime() : 0;
+        event.end();
         allocated = Math.max(allocated, 0) + (after - before);
-    }
-
-    private static void probe(boolean starting) {
-        java.util.function.Consumer<Boolean> p = measuredLoopProbe;
-        if (p != null) {
-            p.accept(starting);
+        if (JIT_TIMED) {
+            jitMs = Math.max(jitMs, 0) + (jitAfter - jitBefore);
+        }
+        if (event.shouldCommit()) {
+            event.test = c.name();
+            event.allocated = after - before;
+            event.commit();
         }
     }
 }

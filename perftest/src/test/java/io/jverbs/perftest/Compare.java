@@ -43,8 +43,6 @@ import java.util.concurrent.TimeUnit;
  */
 public final class Compare {
     private static final long TIMEOUT_S = 300;
-    /** {@code -Djverbs.compare.markLoops=true}: a line on stdout where each Java measured loop starts and ends. */
-    private static final boolean MARK_LOOPS = Boolean.getBoolean("jverbs.compare.markLoops");
 
     private Compare() {
     }
@@ -115,17 +113,17 @@ public final class Compare {
         }
     }
 
-    /** {@code -Djverbs.compare.threadCpu=true}: each Java run also prints the CPU of every JVM thread during its loop. */
+    /** {@code -Djverbs.compare.threadCpu=true}: each Java run also prints the CPU of every JVM thread during its run. */
     private static final boolean THREAD_CPU = Boolean.getBoolean("jverbs.compare.threadCpu");
 
     /**
      * CPU time of this JVM's threads by name, from {@code /proc/self/task/<tid>/stat} (utime +
      * stime, in clock ticks of 10 ms), native threads (the JIT's compilers, GC) included, which
      * {@code ThreadMXBean} does not list. With {@code -Djverbs.compare.threadCpu=true} the Java
-     * side of a comparison reads it where each client loop starts and ends: on the guest's 2 vCPUs
+     * side of a comparison reads it before and after each client's run: on the guest's 2 vCPUs
      * any thread of the JVM besides the measuring ones takes CPU from rxe's kernel work. Off by
-     * default: its own file and regex code, run just before the loop, queued compilations that ran
-     * during the loop.
+     * default. For the measured loop alone, record the run with JFR: its
+     * {@code io.jverbs.perftest.MeasuredLoop} event marks the loop.
      */
     static Map<String, Long> threadTicks() {
         Map<String, Long> ticks = new java.util.TreeMap<>();
@@ -792,52 +790,34 @@ public final class Compare {
             }
         });
         awaitListening(port, 60_000, sf);
-        Thread measuring = Thread.currentThread();
-        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-        boolean jitTimed = jit != null && jit.isCompilationTimeMonitoringSupported();
-        long[] jitAt = {-1, -1};
-        List<Map<String, Long>> loopTicks = Arrays.asList(null, null);
-        Run.measuredLoopProbe = starting -> {
-            if (Thread.currentThread() == measuring) {
-                if (jitTimed) {
-                    jitAt[starting ? 0 : 1] = jit.getTotalCompilationTime();
-                }
-                if (THREAD_CPU) {
-                    loopTicks.set(starting ? 0 : 1, threadTicks());
-                }
-                if (MARK_LOOPS) { // beside -XX:+PrintCompilation: what the JIT compiled inside the loop
-                    System.out.println("==== " + tag + " measured loop " + (starting ? "starts" : "ends"));
-                }
-            }
-        };
+        Map<String, Long> ticksBefore = THREAD_CPU ? threadTicks() : null;
         String[] cr;
         try {
             bindThread(1L << CLIENT_CPU);
             cr = runInProcess(client);
         } finally {
-            Run.measuredLoopProbe = null;
             bindThread(-1L); // every CPU again
         }
         String[] sr = sf.get(TIMEOUT_S, TimeUnit.SECONDS);
-        long jitMs = jitAt[0] >= 0 && jitAt[1] >= 0 ? jitAt[1] - jitAt[0] : -1;
         if (THREAD_CPU) {
-            System.out.println("    " + tag + " CPU of this JVM's threads during the client's measured loop: "
-                    + (loopTicks.get(1) == null ? "not seen" : threadDelta(loopTicks.get(0), loopTicks.get(1))));
+            System.out.println("    " + tag + " CPU of this JVM's threads during the client's run (set-up included): "
+                    + threadDelta(ticksBefore, threadTicks()));
         }
         if (!cr[0].equals("0") || !sr[0].equals("0")) {
             throw new IllegalStateException("jverbs-perftest " + tag + " failed: client exit " + cr[0] + ":\n" + cr[1]
                     + "\nserver exit " + sr[0] + ":\n" + sr[1]);
         }
         Files.writeString(work.resolve(tag + "-client.txt"), cr[1]);
-        return javaSample(clientJson, jitMs);
+        return javaSample(clientJson);
     }
 
-    /** A jverbs-perftest client's run, from its JSON ({@code jitMs}: -1 when not seen). */
-    private static Sample javaSample(Path clientJson, long jitMs) throws IOException {
+    /** A jverbs-perftest client's run, from its JSON (the JIT's milliseconds in the loop: -1 when not seen). */
+    private static Sample javaSample(Path clientJson) throws IOException {
         JsonNode root = new ObjectMapper().readTree(clientJson.toFile());
         JsonNode res = root.path("results");
         return new Sample(res.path("BW_average").asDouble(0), res.path("MsgRate").asDouble(0), res.path("t_typical").asDouble(0),
-                res.path("percentile_99").asDouble(0), root.path("allocated_bytes").asLong(-1), jitMs, res.path("t_min").asDouble(0));
+                res.path("percentile_99").asDouble(0), root.path("allocated_bytes").asLong(-1),
+                root.path("jit_ms_during_loop").asLong(-1), res.path("t_min").asDouble(0));
     }
 
     private static String[] runInProcess(List<String> args) {
@@ -921,7 +901,7 @@ public final class Compare {
             throw new IllegalStateException("jverbs-perftest " + tag + " failed: client exit " + r.clientExit() + ":\n"
                     + r.client() + "\nserver exit " + r.serverExit() + ":\n" + r.server());
         }
-        return javaSample(clientJson, -1);
+        return javaSample(clientJson);
     }
 
     private static Sample runC(String test, List<String> flags, String ip, int port, Path work, String tag) throws Exception {
