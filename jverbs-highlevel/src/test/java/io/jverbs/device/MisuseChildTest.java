@@ -244,10 +244,27 @@ class MisuseChildTest {
     void eachLifetimeMisuseInItsOwnJvm(TestDevice device) throws Exception {
         List<String> ran = new ArrayList<>();
         List<String> failures = new ArrayList<>();
-        for (String name : CASES.keySet()) {
-            List<String> command = ChildJvm.command(Child.class, List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"),
-                    List.of(name));
-            ChildJvm.Result r = ChildJvm.run(command, READY, STARTUP, WORK);
+        // Two children at a time (the rig's vCPUs): each has its own loopback pair, and no case
+        // races a clock.
+        List<String> names = List.copyOf(CASES.keySet());
+        java.util.Map<String, ChildJvm.Result> results = new java.util.concurrent.ConcurrentHashMap<>();
+        try (var pool = java.util.concurrent.Executors.newFixedThreadPool(2)) {
+            List<java.util.concurrent.Future<?>> running = new ArrayList<>();
+            for (String name : names) {
+                List<String> command = ChildJvm.command(Child.class,
+                        List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"), List.of(name));
+                String label = "misuse " + (names.indexOf(name) + 1);
+                running.add(pool.submit(() -> {
+                    results.put(name, ChildJvm.run(command, READY, STARTUP, WORK, label));
+                    return null;
+                }));
+            }
+            for (java.util.concurrent.Future<?> f : running) {
+                f.get();
+            }
+        }
+        for (String name : names) {
+            ChildJvm.Result r = results.get(name);
             String ok = r.last(OK + name);
             boolean crashed = r.exitCode() == 134 || r.exitCode() == 139 || !r.linesWith("hs_err").isEmpty()
                     || !r.linesWith("SIGSEGV").isEmpty();
@@ -267,7 +284,7 @@ class MisuseChildTest {
         }
         assertTrue(ran.size() == CASES.size());
         System.out.println("highlevel-misuse-child: " + ran.size() + " cases, 0 crashed, on " + device.name()
-                + " (one child JVM each): " + ran);
+                + " (one child JVM each, two at a time): " + ran);
     }
 
     /** The child: one loopback connection on the environment's device, one misuse. */

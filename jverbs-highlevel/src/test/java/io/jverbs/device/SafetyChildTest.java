@@ -1391,21 +1391,39 @@ class SafetyChildTest {
         // JVERBS_SAFETY_ONLY=TEXT|TEXT... runs only the cases whose name contains one of the TEXTs
         // (to rerun some while working on them)
         String[] only = System.getenv().getOrDefault("JVERBS_SAFETY_ONLY", "").split("\\|");
-        int ran = 0;
-        for (String name : CASES.keySet()) {
-            if (java.util.Arrays.stream(only).noneMatch(name::contains)) {
-                continue;
+        List<String> names = CASES.keySet().stream()
+                .filter(name -> java.util.Arrays.stream(only).anyMatch(name::contains)).toList();
+        int ran = names.size();
+        // Children run side by side (their queue pairs and ports are their own), except the cases
+        // that count the device's objects or race a clock, which run alone after them.
+        List<String> alone = names.stream().filter(SafetyChildTest::runsAlone).toList();
+        List<String> shared = names.stream().filter(n -> !runsAlone(n)).toList();
+        java.util.Map<String, ChildJvm.Result> results = new java.util.concurrent.ConcurrentHashMap<>();
+        try (var pool = java.util.concurrent.Executors.newFixedThreadPool(PARALLEL)) {
+            List<java.util.concurrent.Future<?>> running = new ArrayList<>();
+            for (String name : shared) {
+                String label = "case " + (names.indexOf(name) + 1);
+                running.add(pool.submit(() -> {
+                    results.put(name, ChildJvm.run(childCommand(name), READY, STARTUP, WORK, label));
+                    return null;
+                }));
             }
-            ran++;
-            List<String> command = ChildJvm.command(Child.class, List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"),
-                    List.of(name));
+            for (java.util.concurrent.Future<?> f : running) {
+                f.get();
+            }
+        }
+        for (String name : alone) {
             boolean halfOpen = name.equals(HALF_OPEN);
             io.jverbs.ibverbs.device.RdmaResourceCounts before = halfOpen
                     ? io.jverbs.ibverbs.device.RdmaResourceCounts.read(device.name()) : null;
-            ChildJvm.Result r = ChildJvm.run(command, READY, STARTUP, halfOpen ? Duration.ofSeconds(45) : WORK);
+            results.put(name, ChildJvm.run(childCommand(name), READY, STARTUP, halfOpen ? Duration.ofSeconds(45) : WORK,
+                    "case " + (names.indexOf(name) + 1)));
             if (halfOpen) {
                 released = waitForBaseline(device, before, name, failed);
             }
+        }
+        for (String name : names) {
+            ChildJvm.Result r = results.get(name);
             boolean done = !r.last(DONE).equals("(none)");
             if (r.exitCode() == 134 || r.exitCode() == 139 || !r.linesWith("hs_err").isEmpty()
                     || !r.linesWith("SIGSEGV").isEmpty()) {
@@ -1419,12 +1437,32 @@ class SafetyChildTest {
             }
         }
         String summary = "highlevel-safety: " + ran + " cases, " + crashed.size() + " crashed, " + hung.size()
-                + " hung, " + unchecked.size() + " unchecked, on " + device.name() + " (one child JVM each)" + released;
+                + " hung, " + unchecked.size() + " unchecked, on " + device.name() + " (one child JVM each, " + PARALLEL
+                + " at a time; " + alone.size() + " alone)" + released;
         System.out.println(summary);
         if (!crashed.isEmpty() || !hung.isEmpty() || !unchecked.isEmpty() || !failed.isEmpty()) {
             fail(summary + "\ncrashed: " + crashed + "\nhung: " + hung + "\nunchecked: " + unchecked + "\nfailed: "
                     + String.join("\n  ", failed));
         }
+    }
+
+    /** How many children run at once: JVERBS_SAFETY_PARALLEL, default 2 (the rig's vCPUs). */
+    private static final int PARALLEL = Math.max(1, Integer.parseInt(System.getenv().getOrDefault("JVERBS_SAFETY_PARALLEL", "2")));
+
+    /**
+     * Whether a case runs alone: it counts the device's objects (the half-open handshake), or
+     * checks a bound in time that a second child's CPU would stretch (a flood, a deadline, a
+     * timeout, a blocked handler, an interrupt, a wait).
+     */
+    static boolean runsAlone(String name) {
+        String n = name.toLowerCase(java.util.Locale.ROOT);
+        return name.equals(HALF_OPEN) || java.util.stream.Stream.of("flood", "half-open", "timeout", "timed out",
+                "deadline", "silent", "dies", "blocked", "blocks", "does not return", "interrupt", "parks", "within",
+                "a minute", "waits", "late future").anyMatch(n::contains);
+    }
+
+    private static List<String> childCommand(String name) {
+        return ChildJvm.command(Child.class, List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"), List.of(name));
     }
 
     /**

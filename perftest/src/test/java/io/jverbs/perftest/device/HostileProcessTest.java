@@ -38,8 +38,12 @@ class HostileProcessTest {
         // C1 only, as the suite's other child JVMs: under QEMU TCG two of these JVMs, with the
         // tiered compilers, died in C1 code just replaced by a newer compilation of the same
         // method (Completion.opcode, BwLoop.postSends), at addresses no Java code reaches
-        cmd.addAll(List.of("--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
-                System.getProperty("java.class.path"), Main.class.getName()));
+        cmd.addAll(List.of("--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"));
+        String cache = System.getProperty("jverbs.childAotCache", ""); // the suite's child cache, when it has one
+        if (!cache.isEmpty() && new java.io.File(cache).isFile()) {
+            cmd.addAll(List.of("-XX:AOTCache=" + cache, "-Xlog:aot=off", "-Xlog:cds=off"));
+        }
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName()));
         cmd.addAll(args);
         return new ProcessBuilder(cmd).redirectErrorStream(true).start();
     }
