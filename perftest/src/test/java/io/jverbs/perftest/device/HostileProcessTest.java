@@ -44,7 +44,7 @@ class HostileProcessTest {
             cmd.addAll(List.of("-XX:AOTCache=" + cache, "-Xlog:aot=off", "-Xlog:cds=off"));
         }
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName()));
-        cmd.addAll(args);
+        cmd.addAll(List.of(Perf.withoutWarmup(args.toArray(String[]::new))));
         return new ProcessBuilder(cmd).redirectErrorStream(true).start();
     }
 
