@@ -774,12 +774,6 @@ public final class CompletionQueue extends Resource {
     }
 
     static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException e) {
-            return e;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return new IllegalStateException(t);
+        return io.jverbs.internal.Unchecked.of(t);
     }
 }

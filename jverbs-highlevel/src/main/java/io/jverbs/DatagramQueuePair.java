@@ -617,10 +617,7 @@ public final class DatagramQueuePair extends QueueEndpoint {
         if (recvOutstanding >= depth) {
             return QueuePair.RECEIVE_QUEUE_FULL;
         }
-        MemorySegment s = scratch;
-        WorkRequests.receive(s, scratchAddress, RECV_WR, RECV_SGE, wrId, local.address() + localOffset, length,
-                local.lkey());
-        int rc = WorkRequests.postReceive(postRecvFn, qpAddress, scratchAddress + RECV_WR, scratchAddress + BAD_WR);
+        int rc = WorkRequests.postScratchReceive(scratch, postRecvFn, qpAddress, wrId, local, localOffset, length);
         if (rc != 0) {
             throw VerbsException.of("ibv_post_recv", rc);
         }

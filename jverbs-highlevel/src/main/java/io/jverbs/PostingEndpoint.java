@@ -430,10 +430,7 @@ abstract sealed class PostingEndpoint extends QueueEndpoint permits QueuePair {
         if (recvCount - (long) RECV_DONE.getAcquire(this) >= config.maxRecvWr()) {
             return QueuePair.RECEIVE_QUEUE_FULL;
         }
-        MemorySegment s = scratch;
-        WorkRequests.receive(s, scratchAddress, RECV_WR, RECV_SGE, wrId, local.address() + localOffset, length,
-                local.lkey());
-        int rc = WorkRequests.postReceive(postRecvFn, qpAddress, scratchAddress + RECV_WR, scratchAddress + BAD_WR);
+        int rc = WorkRequests.postScratchReceive(scratch, postRecvFn, qpAddress, wrId, local, localOffset, length);
         if (rc != 0) {
             if (rc == io.jverbs.ibverbs.Errno.ENOMEM) {
                 return QueuePair.RECEIVE_QUEUE_FULL;

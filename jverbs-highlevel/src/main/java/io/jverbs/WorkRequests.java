@@ -362,4 +362,15 @@ final class WorkRequests {
         return fn;
     }
 
+
+    /**
+     * Writes one receive of {@code local}'s range into a queue pair's scratch receive request and
+     * posts it: the provider's {@code post_recv} return code.
+     */
+    static int postScratchReceive(MemorySegment scratch, MemorySegment postRecvFn, long qpAddress, long wrId,
+                                  RegisteredBuffer local, long localOffset, int length) {
+        long base = scratch.address();
+        receive(scratch, base, RECV_WR, RECV_SGE, wrId, local.address() + localOffset, length, local.lkey());
+        return postReceive(postRecvFn, qpAddress, base + RECV_WR, base + BAD_WR);
+    }
 }

@@ -8,6 +8,7 @@ import io.jverbs.QueuePair;
 import io.jverbs.RegisteredBuffer;
 import io.jverbs.RemoteBuffer;
 import io.jverbs.Resource;
+import io.jverbs.internal.Unchecked;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
@@ -69,22 +70,12 @@ final class Core {
         }
     }
 
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException e) {
-            return e;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return new IllegalStateException(t);
-    }
-
     /** Throws unless the queue pair is in PREPARED, ready for rdma_cm to connect it. */
     static void requirePrepared(QueuePair qp) {
         try {
             REQUIRE_PREPARED.invokeExact(qp);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -93,7 +84,7 @@ final class Core {
         try {
             MARK_CONNECTED.invokeExact(qp);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -102,7 +93,7 @@ final class Core {
         try {
             ABANDON_CONNECT.invokeExact(qp);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -111,7 +102,7 @@ final class Core {
         try {
             return (int) CONNECT_ACCESS_FLAGS.invokeExact(qp);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -120,7 +111,7 @@ final class Core {
         try {
             TRANSITION.invokeExact(qp, attr, mask);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -129,7 +120,7 @@ final class Core {
         try {
             OWNED_BY.invokeExact(qp, release);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -138,7 +129,7 @@ final class Core {
         try {
             PEER_DISCONNECTED.invokeExact(qp, why);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -147,7 +138,7 @@ final class Core {
         try {
             var ignored = (java.util.concurrent.CompletableFuture<?>) SEND_QUIETLY.invokeExact(qp, local, length);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -156,7 +147,7 @@ final class Core {
         try {
             return (String) OFFER_PROBLEM.invokeExact(qp.protectionDomain(), qp, offered);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -165,7 +156,7 @@ final class Core {
         try {
             var ignored = (java.util.concurrent.CompletableFuture<?>) BIND.invokeExact(window, true);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -174,7 +165,7 @@ final class Core {
         try {
             return (String) CONTEXT_NAME.invokeExact(cq);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -183,7 +174,7 @@ final class Core {
         try {
             ENSURE_OPEN.invokeExact(resource, operation);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -192,7 +183,7 @@ final class Core {
         try {
             return (String) DEVICE_NAME.invokeExact(qp);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -201,7 +192,7 @@ final class Core {
         try {
             return (int) GID_INDEX.invokeExact(qp);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -210,7 +201,7 @@ final class Core {
         try {
             return (int) PORT_NUMBER.invokeExact(qp);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 }

@@ -3,6 +3,7 @@ package io.jverbs.counters;
 import io.jverbs.ibverbs.Native;
 import io.jverbs.ibverbs.VerbsException;
 import io.jverbs.ibverbs.internal.NativeAccess;
+import io.jverbs.internal.Unchecked;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -65,7 +66,7 @@ final class NetlinkSocket implements AutoCloseable {
             errno = Native.lastErrno();
         } catch (Throwable t) {
             arena.close();
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
         if (s < 0) {
             arena.close();
@@ -86,7 +87,7 @@ final class NetlinkSocket implements AutoCloseable {
             throw e;
         } catch (Throwable t) {
             close();
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -152,7 +153,7 @@ final class NetlinkSocket implements AutoCloseable {
         } catch (VerbsException | IllegalArgumentException e) {
             throw e;
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -161,19 +162,9 @@ final class NetlinkSocket implements AutoCloseable {
         try {
             int ignored = (int) CLOSE.invokeExact(fd);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         } finally {
             arena.close();
         }
-    }
-
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException r) {
-            throw r;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        throw new AssertionError(t);
     }
 }

@@ -62,7 +62,7 @@ public final class Fds {
         try {
             return (int) POLL.invokeExact(pollfds, (long) count, timeoutMs);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -101,7 +101,7 @@ public final class Fds {
         try {
             fd = (int) EVENTFD.invokeExact(0, EFD_FLAGS);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
         if (fd < 0) {
             throw new IllegalStateException("eventfd failed: the process may be out of file descriptors (ulimit -n)");
@@ -120,7 +120,7 @@ public final class Fds {
         try {
             long ignored = (long) WRITE.invokeExact(fd, scratch, 8L);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -134,7 +134,7 @@ public final class Fds {
         try {
             long ignored = (long) READ.invokeExact(fd, scratch, 8L);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
     }
 
@@ -147,17 +147,7 @@ public final class Fds {
         try {
             int ignored = (int) CLOSE.invokeExact(fd);
         } catch (Throwable t) {
-            throw rethrow(t);
+            throw Unchecked.of(t);
         }
-    }
-
-    private static RuntimeException rethrow(Throwable t) {
-        if (t instanceof RuntimeException e) {
-            return e;
-        }
-        if (t instanceof Error e) {
-            throw e;
-        }
-        return new IllegalStateException(t);
     }
 }
