@@ -166,16 +166,6 @@ abstract sealed class PostingEndpoint extends QueueEndpoint permits QueuePair {
         RECV_DONE.setRelease(this, recvCount);
     }
 
-    /**
-     * An RDMA Write through {@link #postSend}: the zero-allocation call passes 7 values to here, not
-     * {@code postSend}'s 12, which the JIT's calling convention would partly spill to the stack.
-     */
-    int postWrite(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote, long remoteOffset,
-              boolean signaled) {
-        return postSend(wrId, verbs_h.IBV_WR_RDMA_WRITE, local, localOffset, length, remote, remoteOffset, 0, 0, 0, signaled,
-                "RDMA Write");
-    }
-
     /** Posts a batch's requests as one list; see {@link QueuePair#post(WorkBatch)}. */
     int postBatch(WorkBatch batch) {
         posting.lock("post a batch");

@@ -473,7 +473,8 @@ public final class QueuePair extends PostingEndpoint {
      */
     public int write(long wrId, RegisteredBuffer local, long localOffset, int length, RemoteBuffer remote,
                      long remoteOffset, boolean signaled) {
-        return postWrite(userId(wrId), local, localOffset, length, remote, remoteOffset, signaled);
+        return postSend(userId(wrId), verbs_h.IBV_WR_RDMA_WRITE, local, localOffset, length, remote, remoteOffset, 0,
+                0, 0, signaled, "RDMA Write");
     }
 
     /**
