@@ -247,22 +247,9 @@ class MisuseChildTest {
         // Two children at a time (the rig's vCPUs): each has its own loopback pair, and no case
         // races a clock.
         List<String> names = List.copyOf(CASES.keySet());
-        java.util.Map<String, ChildJvm.Result> results = new java.util.concurrent.ConcurrentHashMap<>();
-        try (var pool = java.util.concurrent.Executors.newFixedThreadPool(2)) {
-            List<java.util.concurrent.Future<?>> running = new ArrayList<>();
-            for (String name : names) {
-                List<String> command = ChildJvm.command(Child.class,
-                        List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"), List.of(name));
-                String label = "misuse " + (names.indexOf(name) + 1);
-                running.add(pool.submit(() -> {
-                    results.put(name, ChildJvm.run(command, READY, STARTUP, WORK, label));
-                    return null;
-                }));
-            }
-            for (java.util.concurrent.Future<?> f : running) {
-                f.get();
-            }
-        }
+        java.util.Map<String, ChildJvm.Result> results = ChildJvm.runSideBySide(names,
+                name -> ChildJvm.command(Child.class, List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"),
+                        List.of(name)), READY, STARTUP, WORK, 2, "misuse");
         for (String name : names) {
             ChildJvm.Result r = results.get(name);
             String ok = r.last(OK + name);

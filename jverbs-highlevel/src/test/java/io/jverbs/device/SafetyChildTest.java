@@ -1398,26 +1398,14 @@ class SafetyChildTest {
         // that count the device's objects or race a clock, which run alone after them.
         List<String> alone = names.stream().filter(SafetyChildTest::runsAlone).toList();
         List<String> shared = names.stream().filter(n -> !runsAlone(n)).toList();
-        java.util.Map<String, ChildJvm.Result> results = new java.util.concurrent.ConcurrentHashMap<>();
-        try (var pool = java.util.concurrent.Executors.newFixedThreadPool(PARALLEL)) {
-            List<java.util.concurrent.Future<?>> running = new ArrayList<>();
-            for (String name : shared) {
-                String label = "case " + (names.indexOf(name) + 1);
-                running.add(pool.submit(() -> {
-                    results.put(name, ChildJvm.run(childCommand(name), READY, STARTUP, WORK, label));
-                    return null;
-                }));
-            }
-            for (java.util.concurrent.Future<?> f : running) {
-                f.get();
-            }
-        }
+        java.util.Map<String, ChildJvm.Result> results = new java.util.HashMap<>(
+                ChildJvm.runSideBySide(shared, SafetyChildTest::childCommand, READY, STARTUP, WORK, PARALLEL, "shared"));
         for (String name : alone) {
             boolean halfOpen = name.equals(HALF_OPEN);
             io.jverbs.ibverbs.device.RdmaResourceCounts before = halfOpen
                     ? io.jverbs.ibverbs.device.RdmaResourceCounts.read(device.name()) : null;
             results.put(name, ChildJvm.run(childCommand(name), READY, STARTUP, halfOpen ? Duration.ofSeconds(45) : WORK,
-                    "case " + (names.indexOf(name) + 1)));
+                    "alone " + (alone.indexOf(name) + 1)));
             if (halfOpen) {
                 released = waitForBaseline(device, before, name, failed);
             }

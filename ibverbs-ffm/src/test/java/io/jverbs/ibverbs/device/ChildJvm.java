@@ -100,13 +100,42 @@ public final class ChildJvm {
         if (!nativeAccess) {
             cmd.add("--enable-native-access=ALL-UNNAMED");
         }
-        if (!CHILD_AOT_CACHE.isEmpty() && new java.io.File(CHILD_AOT_CACHE).isFile()) {
-            cmd.addAll(List.of("-XX:AOTCache=" + CHILD_AOT_CACHE, "-Xlog:aot=off", "-Xlog:cds=off"));
-        }
+        cmd.addAll(aotCacheFlags());
         cmd.addAll(extraFlags);
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
         cmd.addAll(args);
         return cmd;
+    }
+
+    /** The flags that start a child with the suite's child cache, when it has one; else none. */
+    public static List<String> aotCacheFlags() {
+        return !CHILD_AOT_CACHE.isEmpty() && new java.io.File(CHILD_AOT_CACHE).isFile()
+                ? List.of("-XX:AOTCache=" + CHILD_AOT_CACHE, "-Xlog:aot=off", "-Xlog:cds=off") : List.of();
+    }
+
+    /**
+     * Runs one child per name, {@code parallel} at a time (each within its deadlines, its lines
+     * echoed as {@code [label N]}), and returns their results by name once all have ended.
+     */
+    public static java.util.Map<String, Result> runSideBySide(List<String> names,
+            java.util.function.Function<String, List<String>> command, String readyMarker, Duration startup,
+            Duration work, int parallel, String label) throws Exception {
+        java.util.Map<String, Result> results = new java.util.concurrent.ConcurrentHashMap<>();
+        try (var pool = java.util.concurrent.Executors.newFixedThreadPool(parallel)) {
+            List<java.util.concurrent.Future<?>> running = new ArrayList<>();
+            for (int i = 0; i < names.size(); i++) {
+                String name = names.get(i);
+                String tag = label + " " + (i + 1);
+                running.add(pool.submit(() -> {
+                    results.put(name, run(command.apply(name), readyMarker, startup, work, tag));
+                    return null;
+                }));
+            }
+            for (java.util.concurrent.Future<?> f : running) {
+                f.get();
+            }
+        }
+        return results;
     }
 
     /** Starts the child and waits for it within the two deadlines; kills it when one passes. */

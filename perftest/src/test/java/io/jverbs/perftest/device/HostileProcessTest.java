@@ -39,10 +39,7 @@ class HostileProcessTest {
         // tiered compilers, died in C1 code just replaced by a newer compilation of the same
         // method (Completion.opcode, BwLoop.postSends), at addresses no Java code reaches
         cmd.addAll(List.of("--enable-native-access=ALL-UNNAMED", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"));
-        String cache = System.getProperty("jverbs.childAotCache", ""); // the suite's child cache, when it has one
-        if (!cache.isEmpty() && new java.io.File(cache).isFile()) {
-            cmd.addAll(List.of("-XX:AOTCache=" + cache, "-Xlog:aot=off", "-Xlog:cds=off"));
-        }
+        cmd.addAll(io.jverbs.ibverbs.device.ChildJvm.aotCacheFlags());
         cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName()));
         cmd.addAll(List.of(Perf.withoutWarmup(args.toArray(String[]::new))));
         return new ProcessBuilder(cmd).redirectErrorStream(true).start();
