@@ -1395,17 +1395,36 @@ class SafetyChildTest {
                 .filter(name -> java.util.Arrays.stream(only).anyMatch(name::contains)).toList();
         int ran = names.size();
         // Children run side by side (their queue pairs and ports are their own), except the cases
-        // that count the device's objects or race a clock, which run alone after them.
+        // that count the device's objects or race a clock, which run alone after them. The cases
+        // about a peer or a default share a child (first in the side-by-side phase, and once more
+        // among those that run alone): what they check is what the peer sees, not a crash.
         List<String> alone = names.stream().filter(SafetyChildTest::runsAlone).toList();
         List<String> shared = names.stream().filter(n -> !runsAlone(n)).toList();
-        java.util.Map<String, ChildJvm.Result> results = new java.util.HashMap<>(
-                ChildJvm.runSideBySide(shared, SafetyChildTest::childCommand, READY, STARTUP, WORK, PARALLEL, "shared"));
-        for (String name : alone) {
+        List<java.util.concurrent.Callable<java.util.Map<String, ChildJvm.Result>>> units = new ArrayList<>();
+        List<String> sharedTogether = shared.stream().filter(TOGETHER::contains).toList();
+        if (!sharedTogether.isEmpty()) {
+            units.add(() -> LoopbackChild.together("safety", sharedTogether, SafetyChildTest::togetherCommand, STARTUP,
+                    WORK, "shared together"));
+        }
+        List<String> sharedApart = shared.stream().filter(n -> !TOGETHER.contains(n)).toList();
+        for (int i = 0; i < sharedApart.size(); i++) {
+            String name = sharedApart.get(i);
+            String tag = "shared " + (i + 1);
+            units.add(() -> java.util.Map.of(name, ChildJvm.run(childCommand(name), READY, STARTUP, WORK, tag)));
+        }
+        java.util.Map<String, ChildJvm.Result> results = new java.util.HashMap<>(ChildJvm.runSideBySide(units, PARALLEL));
+        List<String> aloneTogether = alone.stream().filter(TOGETHER::contains).toList();
+        if (!aloneTogether.isEmpty()) {
+            results.putAll(LoopbackChild.together("safety", aloneTogether, SafetyChildTest::togetherCommand, STARTUP,
+                    WORK, "alone together"));
+        }
+        List<String> aloneApart = alone.stream().filter(n -> !TOGETHER.contains(n)).toList();
+        for (String name : aloneApart) {
             boolean halfOpen = name.equals(HALF_OPEN);
             io.jverbs.ibverbs.device.RdmaResourceCounts before = halfOpen
                     ? io.jverbs.ibverbs.device.RdmaResourceCounts.read(device.name()) : null;
             results.put(name, ChildJvm.run(childCommand(name), READY, STARTUP, halfOpen ? Duration.ofSeconds(45) : WORK,
-                    "alone " + (alone.indexOf(name) + 1)));
+                    "alone " + (aloneApart.indexOf(name) + 1)));
             if (halfOpen) {
                 released = waitForBaseline(device, before, name, failed);
             }
@@ -1425,8 +1444,10 @@ class SafetyChildTest {
             }
         }
         String summary = "highlevel-safety: " + ran + " cases, " + crashed.size() + " crashed, " + hung.size()
-                + " hung, " + unchecked.size() + " unchecked, on " + device.name() + " (one child JVM each, " + PARALLEL
-                + " at a time; " + alone.size() + " alone)" + released;
+                + " hung, " + unchecked.size() + " unchecked, on " + device.name() + " (a child JVM each for "
+                + (ran - sharedTogether.size() - aloneTogether.size()) + ", " + PARALLEL + " at a time, "
+                + aloneApart.size() + " alone; " + (sharedTogether.size() + aloneTogether.size())
+                + " about a peer or a default in two shared children)" + released;
         System.out.println(summary);
         if (!crashed.isEmpty() || !hung.isEmpty() || !unchecked.isEmpty() || !failed.isEmpty()) {
             fail(summary + "\ncrashed: " + crashed + "\nhung: " + hung + "\nunchecked: " + unchecked + "\nfailed: "
@@ -1447,6 +1468,45 @@ class SafetyChildTest {
         return name.equals(HALF_OPEN) || java.util.stream.Stream.of("flood", "half-open", "timeout", "timed out",
                 "deadline", "silent", "dies", "blocked", "blocks", "does not return", "interrupt", "parks", "within",
                 "a minute", "waits", "late future").anyMatch(n::contains);
+    }
+
+    /**
+     * The cases whose point is what a peer or a default does (a dead or hostile peer, rights the
+     * peer meets, a timeout or retry count that must end a wait), not the JVM surviving a misuse of
+     * the API: they run one after another in a shared child. A case about a first use stays apart.
+     */
+    static final java.util.Set<String> TOGETHER = java.util.Set.of(
+            "a batched inline write carries the bytes of the post, not of the add",
+            "a write to a dead endpoint with the default retries",
+            "a send with no receive posted, default RNR retries",
+            "a queue pair granting no remote rights refuses the peer's write",
+            "a domain's queue pairs grant what its buffers grant, widened later",
+            "a client guessing the rkeys of a window granted to another client reaches nothing",
+            "a server at its connection limit refuses the next client with the reason",
+            "a peer writing past a read-only grant lands nothing",
+            "a window offered to one session reaches nothing through another",
+            "virtual threads waiting in accept leave carriers to a connecting one",
+            "awaitDisconnect returns when this side closes the connection",
+            "closing a Context closes its rdma_cm connections",
+            "a half-open peer's writes to its window land nowhere",
+            "a flood of half-open requests does not keep a client out",
+            "credits used up by a peer whose message handler does not return",
+            "a peer that dies with calls in flight",
+            "an accept polled in a loop with a 1 ms timeout takes the client");
+
+    @Test
+    void theSharedCasesExist() {
+        List<String> missing = TOGETHER.stream().filter(n -> !CASES.containsKey(n)).toList();
+        if (!missing.isEmpty()) {
+            fail("not cases: " + missing);
+        }
+    }
+
+    private static List<String> togetherCommand(List<String> names) {
+        List<String> args = new ArrayList<>();
+        args.add("--together");
+        args.addAll(names);
+        return ChildJvm.command(Child.class, List.of("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"), args);
     }
 
     private static List<String> childCommand(String name) {
@@ -1478,6 +1538,9 @@ class SafetyChildTest {
     /** The child: one loopback connection on the environment's device, one case. */
     static final class Child {
         public static void main(String[] args) throws Exception {
+            if (args[0].equals("--together")) {
+                LoopbackChild.runTogether("safety", List.of(args).subList(1, args.length), CASES);
+            }
             LoopbackChild.run("safety", args[0], CASES.get(args[0]));
         }
     }

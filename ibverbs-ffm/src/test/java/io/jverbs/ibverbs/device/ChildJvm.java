@@ -18,7 +18,8 @@ import java.util.concurrent.TimeUnit;
  * a watchdog thread included, so only another process can notice it and kill it.
  *
  * <p>Two deadlines: {@code startup} until the child prints a line starting with the ready
- * marker (JVM start and setup, slow under QEMU TCG), then {@code work} until it exits. Its output
+ * marker (JVM start and setup, slow under QEMU TCG), then {@code work} until it exits; a child
+ * that runs several cases prints the marker before each, and each gets {@code work}. Its output
  * (stdout and stderr together) is echoed here as {@code [child] ...} lines and kept.
  */
 public final class ChildJvm {
@@ -120,14 +121,27 @@ public final class ChildJvm {
     public static java.util.Map<String, Result> runSideBySide(List<String> names,
             java.util.function.Function<String, List<String>> command, String readyMarker, Duration startup,
             Duration work, int parallel, String label) throws Exception {
+        List<java.util.concurrent.Callable<java.util.Map<String, Result>>> units = new ArrayList<>();
+        for (int i = 0; i < names.size(); i++) {
+            String name = names.get(i);
+            String tag = label + " " + (i + 1);
+            units.add(() -> java.util.Map.of(name, run(command.apply(name), readyMarker, startup, work, tag)));
+        }
+        return runSideBySide(units, parallel);
+    }
+
+    /**
+     * Runs {@code units} (each one or more children, giving their results by name), {@code parallel}
+     * at a time in the order given, and returns all their results once all have ended.
+     */
+    public static java.util.Map<String, Result> runSideBySide(
+            List<java.util.concurrent.Callable<java.util.Map<String, Result>>> units, int parallel) throws Exception {
         java.util.Map<String, Result> results = new java.util.concurrent.ConcurrentHashMap<>();
         try (var pool = java.util.concurrent.Executors.newFixedThreadPool(parallel)) {
             List<java.util.concurrent.Future<?>> running = new ArrayList<>();
-            for (int i = 0; i < names.size(); i++) {
-                String name = names.get(i);
-                String tag = label + " " + (i + 1);
+            for (java.util.concurrent.Callable<java.util.Map<String, Result>> unit : units) {
                 running.add(pool.submit(() -> {
-                    results.put(name, run(command.apply(name), readyMarker, startup, work, tag));
+                    results.putAll(unit.call());
                     return null;
                 }));
             }
@@ -179,9 +193,10 @@ public final class ChildJvm {
                 break;
             }
             output.add(line);
-            if (readyAt < 0 && line.startsWith(readyMarker)) {
-                readyAt = System.nanoTime();
-                deadline = readyAt + work.toNanos();
+            if (line.startsWith(readyMarker)) {
+                long now = System.nanoTime();
+                readyAt = readyAt < 0 ? now : readyAt;
+                deadline = now + work.toNanos();
             }
         }
         int exitCode;
