@@ -374,7 +374,22 @@ public final class DatagramQueuePair extends QueueEndpoint {
      *         as it can (ENOMEM, or EINVAL on rxe; the message then says how many this queue pair
      *         holds: close destinations no longer needed)
      */
-    public synchronized Destination destination(Address peer) {
+    public Destination destination(Address peer) {
+        return destination(peer, Route.DEFAULT);
+    }
+
+    /**
+     * As {@link #destination(Address)}, with the datagrams to it carrying {@code route} (service
+     * level; on a routed path, traffic class, flow label and hop limit).
+     *
+     * @param peer  the peer's address
+     * @param route how its datagrams are marked
+     * @return the destination to send to
+     * @throws IllegalStateException when this queue pair is closed
+     * @throws VerbsException as {@link #destination(Address)}
+     */
+    public synchronized Destination destination(Address peer, Route route) {
+        java.util.Objects.requireNonNull(route, "route");
         ensureOpen("make a destination");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(ibv_ah_attr.LAYOUT);
@@ -388,8 +403,8 @@ public final class DatagramQueuePair extends QueueEndpoint {
                 MemorySegment grh = ibv_ah_attr.grh(attr);
                 ibv_global_route.dgid(grh).copyFrom(MemorySegment.ofArray(peer.gid()));
                 ibv_global_route.sgid_index(grh, (byte) gid.index());
-                ibv_global_route.hop_limit(grh, (byte) 64);
             }
+            route.writeTo(attr, global);
             MemorySegment pd = ibv_qp.pd(qp.reinterpret(ibv_qp.sizeof()));
             MemorySegment ah = verbs_h.ibv_create_ah(pd, attr);
             if (ah.address() == 0) {

@@ -273,13 +273,14 @@ public final class QueuePair extends PostingEndpoint {
                 MemorySegment ah = ibv_qp_attr.ah_attr(attr);
                 ibv_ah_attr.dlid(ah, (short) remote.lid());
                 ibv_ah_attr.port_num(ah, (byte) config.port());
-                if (port.isEthernet() || remote.lid() == 0) {
+                boolean global = port.isEthernet() || remote.lid() == 0;
+                if (global) {
                     ibv_ah_attr.is_global(ah, (byte) 1);
                     MemorySegment grh = ibv_ah_attr.grh(ah);
                     ibv_global_route.dgid(grh).copyFrom(MemorySegment.ofArray(remote.gid()));
                     ibv_global_route.sgid_index(grh, (byte) gid.index());
-                    ibv_global_route.hop_limit(grh, (byte) 64);
                 }
+                config.route().writeTo(ah, global);
             }, verbs_h.IBV_QP_STATE | verbs_h.IBV_QP_AV | verbs_h.IBV_QP_PATH_MTU | verbs_h.IBV_QP_DEST_QPN
                     | verbs_h.IBV_QP_RQ_PSN
                     | (rc ? verbs_h.IBV_QP_MAX_DEST_RD_ATOMIC | verbs_h.IBV_QP_MIN_RNR_TIMER : 0));

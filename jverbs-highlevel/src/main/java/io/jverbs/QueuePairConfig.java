@@ -65,11 +65,13 @@ import java.util.Objects;
  *                      poller serving it ends. Any future whose completion queue nobody polls
  *                      (no {@link Poller}, no call to {@link CompletionQueue#poll} for 2 s) fails
  *                      with an {@link IllegalStateException} naming {@code Poller}.
+ * @param route         how its packets are marked: service level, and on a routed path (RoCE)
+ *                      traffic class, flow label and hop limit ({@link Route#DEFAULT}: 0, 0, 0, 64)
  */
 public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receiveQueue, int maxSendWr, int maxRecvWr,
                               int maxInlineData, int port, int gidIndex, int signalEvery, int timeout, int retryCount,
                               int rnrRetry, int maxRdAtomic, boolean confined, Transport transport, int minRnrTimer,
-                              java.util.Set<Access> remoteAccess, java.time.Duration operationTimeout) {
+                              java.util.Set<Access> remoteAccess, java.time.Duration operationTimeout, Route route) {
     /** The longest {@link #operationTimeout()}: 365 days. */
     public static final java.time.Duration MAX_OPERATION_TIMEOUT = java.time.Duration.ofDays(365);
     /** The default {@link #operationTimeout()}. */
@@ -113,6 +115,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
         check(maxRdAtomic >= 1 && maxRdAtomic <= 255, "maxRdAtomic 1..255");
         check(minRnrTimer >= 0 && minRnrTimer <= 31, "minRnrTimer 0..31");
         Objects.requireNonNull(operationTimeout, "operationTimeout");
+        Objects.requireNonNull(route, "route");
         check(operationTimeout.compareTo(java.time.Duration.ofMillis(1)) >= 0
                 && operationTimeout.compareTo(MAX_OPERATION_TIMEOUT) <= 0, "operationTimeout 1 ms to 365 days");
         if (remoteAccess != null) {
@@ -136,7 +139,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
      */
     public static QueuePairConfig rc(CompletionQueue cq) {
         return new QueuePairConfig(cq, cq, 128, 128, 64, 1, -1, 16, 14, 6, 6, 1, false, Transport.RC, 24, null,
-                DEFAULT_OPERATION_TIMEOUT);
+                DEFAULT_OPERATION_TIMEOUT, Route.DEFAULT);
     }
 
     /**
@@ -320,6 +323,18 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
     }
 
     /**
+     * Returns a copy whose packets carry {@code route}: its service level, and on a routed path
+     * (RoCE) its traffic class, flow label and hop limit. Applied when the queue pair connects.
+     *
+     * @param route the route (not null; {@link Route#DEFAULT} unless set)
+     * @return the copy
+     * @throws NullPointerException when {@code route} is null
+     */
+    public QueuePairConfig withRoute(Route route) {
+        return with(c -> c.route = route);
+    }
+
+    /**
      * Every {@code with…} method is one change to a copy of all the components, validated again
      * by the canonical constructor: a new component is added here once, not in every method.
      */
@@ -348,6 +363,7 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
         int minRnrTimer;
         java.util.Set<Access> remoteAccess;
         java.time.Duration operationTimeout;
+        Route route;
 
         Components(QueuePairConfig c) {
             sendQueue = c.sendQueue;
@@ -367,12 +383,13 @@ public record QueuePairConfig(CompletionQueue sendQueue, CompletionQueue receive
             minRnrTimer = c.minRnrTimer;
             remoteAccess = c.remoteAccess;
             operationTimeout = c.operationTimeout;
+            route = c.route;
         }
 
         QueuePairConfig build() {
             return new QueuePairConfig(sendQueue, receiveQueue, maxSendWr, maxRecvWr, maxInlineData, port, gidIndex,
                     signalEvery, timeout, retryCount, rnrRetry, maxRdAtomic, confined, transport, minRnrTimer,
-                    remoteAccess, operationTimeout);
+                    remoteAccess, operationTimeout, route);
         }
     }
 

@@ -418,7 +418,7 @@ final class BwLoop implements CompletionHandler {
         long span;
         if (asReceiver) {
             span = Math.max(1, lastRecvNs - firstRecvNs);
-            return new BwResult(size, c.iters(), 0, msgs * (double) size / (span / 1e9) / factor, msgs / (span / 1e9) / 1e6);
+            return new BwResult(size, msgs, 0, msgs * (double) size / (span / 1e9) / factor, msgs / (span / 1e9) / 1e6);
         }
         span = Math.max(1, lastCompletionNs - (tposted != null ? tposted[0] : startNs));
         double peak = 0;
@@ -438,7 +438,7 @@ final class BwLoop implements CompletionHandler {
             }
             peak = best > 0 && best != Long.MAX_VALUE ? size / (best / 1e9) / factor : 0;
         }
-        return new BwResult(size, c.iters(), peak, msgs * (double) size / (span / 1e9) / factor, msgs / (span / 1e9) / 1e6);
+        return new BwResult(size, msgs, peak, msgs * (double) size / (span / 1e9) / factor, msgs / (span / 1e9) / 1e6);
     }
 
     private static int roundUp(int v, int m) {

@@ -74,7 +74,7 @@ final class CmOob extends Oob implements CompletionHandler {
             // SEND only: no remote rights, no rd_atomic beyond the minimum, RNR retries forever (as C's 7)
             QueuePairConfig config = new QueuePairConfig(cq, cq, 2, 2, 0, s.port.port(),
                     s.gid != null ? s.gid.index() : -1, 1, 14, 7, 7, 1, false, QueuePairConfig.Transport.RC, 12,
-                    java.util.Set.of(), QueuePairConfig.DEFAULT_OPERATION_TIMEOUT);
+                    java.util.Set.of(), QueuePairConfig.DEFAULT_OPERATION_TIMEOUT, io.jverbs.Route.DEFAULT);
             return new Parts(cq, buf, s.pd.createQueuePair(config));
         } catch (RuntimeException e) {
             if (buf != null) {

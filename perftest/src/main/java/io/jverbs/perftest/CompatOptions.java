@@ -9,124 +9,174 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The C perftest 4.5 options that jverbs-perftest accepts without acting on them: each is parsed
- * (with its value, when C's takes one) and, when given, prints one line on stderr saying what
- * jverbs does instead, so that a C command line runs unchanged instead of failing with "Unknown
- * option". The options jverbs implements are fields of {@link PerftestCommand}.
+ * The C perftest 4.5 options that are not fields of {@link PerftestCommand}: each is parsed (with
+ * its value, when C's takes one) and is in one of two states. <em>Implemented</em>: {@link SpecValidator}
+ * reads its value and the run acts on it with C's semantics. <em>Refused</em>: a command line that
+ * gives it ends before any device is opened, with a line on stderr saying why and exit status 1
+ * where C refuses it too, 2 where only jverbs does (hardware or a provider jverbs cannot use, or
+ * what jverbs-perftest does not do). No option is accepted and ignored.
  */
 final class CompatOptions {
+    /** The two states of a C option. */
+    enum State {
+        IMPLEMENTED,
+        REFUSED
+    }
+
     /**
-     * One accepted option.
+     * One C option.
      *
      * @param names      its short and long names, as C spells them
      * @param takesValue whether C's takes a value ({@code has_arg = 1})
-     * @param note       what jverbs does instead, printed after the option's names
+     * @param state      implemented or refused
+     * @param exitCode   for a refused option: 1 where C refuses it too, 2 where only jverbs does
+     * @param note       what it does (implemented) or why it is refused
      */
-    record Accepted(List<String> names, boolean takesValue, String note) {
+    record Accepted(List<String> names, boolean takesValue, State state, int exitCode, String note) {
         String label() {
             return String.join("/", names);
         }
     }
 
-    private static final String NO_RAW = "ignored: jverbs-perftest has no raw Ethernet tests";
-    private static final String NO_ACCEL = "ignored: jverbs-perftest registers host memory only";
+    private static final String NO_RAW = "raw Ethernet only: jverbs-perftest has no raw_ethernet tools (C's RDMA tools"
+            + " parse it and do not use it)";
+    private static final String NO_ACCEL = "needs GPU memory (CUDA, ROCm, dma-buf): jverbs-perftest registers host memory";
+    private static final String NO_CRYPTO = "needs the memory encryption offload of mlx5 devices, which jverbs does not drive";
+    private static final String NO_DC = "needs mlx5's DC transport, which jverbs does not make (-c DC is refused too)";
+    private static final String NO_RATE = "the rate limiter is not implemented in jverbs-perftest";
 
-    /** Every accepted option, in C's {@code long_options} order. */
+    /** Every C option that is not a field of {@link PerftestCommand}, in C's {@code long_options} order. */
     static final List<Accepted> ALL = List.of(
-            value("ignored: the service level stays 0 (the address handle's default)", "-S", "--sl"),
-            value("ignored: the address vector's traffic class stays 0", "-T", "--tos"),
-            value("ignored: the hop limit stays the address vector's default (64 on RoCE v2)", "-L", "--hop_limit"),
-            value("ignored: multicast is not implemented", "-M", "--MGID"),
-            flag("ignored: multicast is not implemented", "-g", "--mcg"),
-            value("ignored: completion events use the completion queue's default vector", "-X", "--vector"),
-            flag("ignored: the handshake goes over TCP unless -R is given (then over rdma_cm)", "-z", "--comm_rdma_cm"),
-            flag("ignored: latencies are reported in microseconds", "-C", "--report-cycles"),
-            flag("ignored: one port is used (-i)", "-O", "--dualport"),
-            value(NO_RAW, "-B", "--source_mac"),
-            value(NO_RAW, "-E", "--dest_mac"),
-            value(NO_RAW, "-J", "--dest_ip"),
-            value(NO_RAW, "-K", "--dest_port"),
-            value(NO_RAW, "-k", "--source_port"),
-            value(NO_RAW, "--ethertype"),
-            flag(NO_RAW, "-Z", "--server"),
-            flag("ignored: without <host> this is the server, with it the client", "-P", "--client"),
-            flag(NO_RAW, "-v", "--mac_fwd"),
-            flag(NO_RAW, "--use_rss"),
-            value("ignored: port counters are exported by `jverbs-perftest exporter` (Prometheus)", "-W", "--report-counters"),
-            value("ignored: the link layer is read from the port", "--force-link"),
-            value(NO_RAW, "--remote_mac"),
-            value(NO_RAW, "--local_mac"),
-            value(NO_RAW, "--remote_ip"),
-            value(NO_RAW, "--local_ip"),
-            value(NO_RAW, "--remote_port"),
-            value(NO_RAW, "--local_port"),
-            flag("ignored: the receive queue of each queue pair is its own (no shared receive queue)", "--use-srq"),
-            flag("ignored: the bandwidth row is the one side's (run -b for both directions)", "--report-both"),
-            flag("ignored: the client sends, the server receives", "--reversed"),
-            value("ignored: P_Key index 0 is used", "--pkey_index"),
-            flag("ignored: the handshake already goes over TCP", "--tcp"),
-            value("ignored: no rate limiter", "--burst_size"),
-            value("ignored: no rate limiter", "--typical_pkt_size"),
-            value("ignored: no rate limiter", "--rate_limit"),
-            value("ignored: no rate limiter", "--rate_limit_type"),
-            value("ignored: no rate limiter", "--rate_units"),
-            value("ignored: the whole table is printed (scripts can read one column of it)", "--output"),
-            flag("ignored: CPU utilization is not measured", "--cpu_util"),
-            value("ignored: latency samples are taken back to back", "--latency_gap"),
-            value("ignored: the flow label stays 0", "--flow_label"),
-            value("ignored: the retry count stays 7", "--retry_count"),
-            flag("ignored: the versions and MTU are exchanged (the wire handshake needs them)", "--dont_xchg_versions"),
-            value("ignored: the buffers are filled by jverbs", "--payload_file_path"),
-            value(NO_ACCEL, "--use_cuda"),
-            value(NO_ACCEL, "--use_cuda_bus_id"),
-            flag(NO_ACCEL, "--use_cuda_dmabuf"),
-            value(NO_ACCEL, "--use_rocm"),
-            value(NO_ACCEL, "--mmap"),
-            value(NO_ACCEL, "--mmap-offset"),
-            flag("ignored: the GID is chosen by -x (default: RoCE v2 IPv4-mapped)", "--ipv6"),
-            flag(NO_RAW, "--raw_ipv6"),
-            flag("ignored: one port is used (-i)", "--report-per-port"),
-            flag("ignored: memory is registered and pinned (no on-demand paging)", "--odp"),
-            flag(NO_ACCEL, "--use_hugepages"),
-            flag("ignored: work requests are posted with ibv_post_send", "--use_old_post_send"),
-            flag(NO_RAW, "--promiscuous"),
-            flag(NO_RAW, "--sniffer"),
-            flag(NO_RAW, "--raw_mcast"),
-            flag("ignored: one memory region serves every queue pair", "--mr_per_qp"),
-            value("ignored: the destination LID comes from the peer's handshake", "--dlid"),
-            value("ignored: the traffic class stays 0", "--tclass"),
-            value("ignored: resources are destroyed at once", "--wait_destroy"),
-            value(NO_RAW, "--flows"),
-            value(NO_RAW, "--flows_burst"),
-            value(NO_RAW, "--reply_every"),
-            flag("ignored: jverbs-perftest always warms its post/poll path up (--no_warmup skips it)", "--perform_warm_up"),
-            flag(NO_RAW, "--vlan_en"),
-            value(NO_RAW, "--vlan_pcp"),
-            value("ignored: receives are posted one at a time", "--recv_post_list"),
-            flag("ignored: no encryption offload", "--aes_xts"),
-            flag("ignored: no encryption offload", "--encrypt_on_tx"),
-            flag("ignored: no encryption offload", "--sig_before"),
-            value("ignored: no encryption offload", "--aes_block_size"),
-            value("ignored: no encryption offload", "--kek_path"),
-            value("ignored: no encryption offload", "--credentials_path"),
-            value("ignored: no encryption offload", "--data_enc_keys_number"),
-            value("ignored: no encryption offload", "--data_enc_key_app_path"),
-            value("ignored: DC transport is not implemented", "--log_dci_streams"),
-            value("ignored: DC transport is not implemented", "--log_active_dci_streams"),
-            flag("ignored: memory is registered without relaxed ordering", "--disable_pcie_relaxed"),
-            flag("ignored: receives are consumed in order", "--use_ooo"),
-            value("ignored: the local address is the one the route to <host> picks", "-j", "--source_ip"),
-            value("ignored: the handshake connects to <host> as given (IPv4 or IPv6 name)", "--ipv6-addr"));
+            valueDone("the service level of the queue pairs' address vector (0..15; not with -R, whose"
+                    + " address vector rdma_cm makes)", "-S", "--sl"),
+            valueRefused(2, "sets rdma_cm's type of service, with -R only (without -R C refuses it: TOS only valid for"
+                    + " rdma_cm based QP and RawEth QP); jverbs' rdma_cm path does not set it: use --tclass, the same"
+                    + " traffic class in the address vector", "-T", "--tos"),
+            valueDone("64 only, as C: the RDMA tools' hop limit is not set from it (C: Hop limit only valid for"
+                    + " RawEth QP)", "-L", "--hop_limit"),
+            valueRefused(2, "UD multicast is not implemented in jverbs-perftest", "-M", "--MGID"),
+            flagRefused(2, "UD multicast is not implemented in jverbs-perftest", "-g", "--mcg"),
+            valueRefused(2, "completion vectors are not chosen by jverbs-perftest (its completion queues use vector 0)",
+                    "-X", "--vector"),
+            flagRefused(2, "the handshake goes over TCP, or over rdma_cm with -R; an rdma_cm handshake for verbs"
+                    + " queue pairs is not implemented", "-z", "--comm_rdma_cm"),
+            flagDone("latency tests: the latencies in CPU cycles (microseconds times the CPU's MHz from"
+                    + " /proc/cpuinfo; the header still says usec, as C's)", "-C", "--report-cycles"),
+            flagRefused(2, "jverbs-perftest runs on one port (-i); a second port's queue pairs are not made",
+                    "-O", "--dualport"),
+            valueRefused(2, NO_RAW, "-B", "--source_mac"),
+            valueRefused(2, NO_RAW, "-E", "--dest_mac"),
+            valueRefused(2, NO_RAW, "-J", "--dest_ip"),
+            valueRefused(2, NO_RAW, "-K", "--dest_port"),
+            valueRefused(2, NO_RAW, "-k", "--source_port"),
+            valueRefused(2, NO_RAW, "--ethertype"),
+            flagRefused(2, NO_RAW + "; without <host> this is the server", "-Z", "--server"),
+            flagRefused(2, NO_RAW + "; with <host> this is the client", "-P", "--client"),
+            flagRefused(2, NO_RAW, "-v", "--mac_fwd"),
+            flagRefused(2, NO_RAW, "--use_rss"),
+            valueDone("the port's sysfs counters named (paths under /sys/class/infiniband/<dev>/ports/<port>/,"
+                    + " comma-separated), printed after the report as C's <name>=<delta> lines", "-W",
+                    "--report-counters"),
+            valueDone("IB or Ethernet: checked against the port's link layer (a port of the other kind is"
+                    + " refused: jverbs does not override what the port says)", "--force-link"),
+            valueRefused(2, NO_RAW, "--remote_mac"),
+            valueRefused(2, NO_RAW, "--local_mac"),
+            valueRefused(2, NO_RAW, "--remote_ip"),
+            valueRefused(2, NO_RAW, "--local_ip"),
+            valueRefused(2, NO_RAW, "--remote_port"),
+            valueRefused(2, NO_RAW, "--local_port"),
+            flagRefused(2, "shared receive queues are not implemented in jverbs-perftest", "--use-srq"),
+            flagRefused(2, "the separate local and remote tables of -b are not implemented", "--report-both"),
+            flagRefused(2, "swapping the sender and the receiver is not implemented", "--reversed"),
+            valueRefused(2, "P_Key indexes other than 0 are not implemented in jverbs-perftest", "--pkey_index"),
+            flagRefused(2, NO_RAW, "--tcp"),
+            valueRefused(2, NO_RATE, "--burst_size"),
+            valueRefused(2, "packet pacing is for raw Ethernet only (C refuses it in the RDMA tools too)",
+                    "--typical_pkt_size"),
+            valueRefused(2, NO_RATE, "--rate_limit"),
+            valueRefused(2, NO_RATE, "--rate_limit_type"),
+            valueRefused(2, NO_RATE, "--rate_units"),
+            valueDone("bandwidth, message_rate (BW tests) or latency (latency tests): only that number, as C"
+                    + " prints it", "--output"),
+            flagRefused(2, "CPU utilization is not measured by jverbs-perftest", "--cpu_util"),
+            valueDone("latency tests: waits this many microseconds before each post (the samples include it, as"
+                    + " C's)", "--latency_gap"),
+            valueDone("the flow label of the queue pairs' address vector; a comma-separated list is dealt to the"
+                    + " queue pairs in turn (as perftest 25.01 and later; not with -R)", "--flow_label"),
+            valueDone("the queue pairs' retry count, 0..7 (C applies it with -R only; jverbs to every queue pair)",
+                    "--retry_count"),
+            flagRefused(1, "C's own run then fails (Current implementation is not compatible with versions older"
+                    + " than 5.70): the handshake needs the versions", "--dont_xchg_versions"),
+            valueDone("fills the buffers with the file's DWORDs (0xXXXXXXXX, comma-separated, stored little-endian),"
+                    + " as C", "--payload_file_path"),
+            valueRefused(2, NO_ACCEL, "--use_cuda"),
+            valueRefused(2, NO_ACCEL, "--use_cuda_bus_id"),
+            flagRefused(2, NO_ACCEL, "--use_cuda_dmabuf"),
+            valueRefused(2, NO_ACCEL, "--use_rocm"),
+            valueRefused(2, "buffers in a mapped file are not implemented in jverbs-perftest", "--mmap"),
+            valueRefused(2, "buffers in a mapped file are not implemented in jverbs-perftest", "--mmap-offset"),
+            flagDone("without -x, prefers a GID that is not IPv4-mapped (an IPv6 GID)", "--ipv6"),
+            flagRefused(2, NO_RAW, "--raw_ipv6"),
+            flagRefused(2, "needs -O (dual port), which jverbs-perftest does not run", "--report-per-port"),
+            flagRefused(2, "on-demand paging registration is not implemented in jverbs-perftest", "--odp"),
+            flagRefused(2, "huge-page buffers are not implemented in jverbs-perftest", "--use_hugepages"),
+            flagDone("posts with ibv_post_send, as jverbs-perftest always does", "--use_old_post_send"),
+            flagRefused(2, NO_RAW, "--promiscuous"),
+            flagRefused(2, NO_RAW, "--sniffer"),
+            flagRefused(2, NO_RAW, "--raw_mcast"),
+            flagRefused(2, "one memory region serves every queue pair in jverbs-perftest", "--mr_per_qp"),
+            valueRefused(2, "the destination LID comes from the peer's handshake in jverbs-perftest", "--dlid"),
+            valueDone("the traffic class of the queue pairs' address vector, 0..255 (on RoCE v2 the IP header's"
+                    + " DSCP and ECN bits; not with -R)", "--tclass"),
+            valueDone("waits this many seconds before the resources are released, as C", "--wait_destroy"),
+            valueRefused(2, NO_RAW, "--flows"),
+            valueRefused(2, NO_RAW, "--flows_burst"),
+            valueRefused(2, NO_RAW, "--reply_every"),
+            flagRefused(2, "C's warm-up batch on the test's queue pairs is not made (jverbs-perftest warms its"
+                    + " post/poll path up on a loopback pair unless --no_warmup)", "--perform_warm_up"),
+            flagRefused(2, NO_RAW, "--vlan_en"),
+            valueRefused(2, NO_RAW, "--vlan_pcp"),
+            valueRefused(2, "receives are posted one at a time in jverbs-perftest", "--recv_post_list"),
+            flagRefused(2, NO_CRYPTO, "--aes_xts"),
+            flagRefused(2, NO_CRYPTO, "--encrypt_on_tx"),
+            flagRefused(2, NO_CRYPTO, "--sig_before"),
+            valueRefused(2, NO_CRYPTO, "--aes_block_size"),
+            valueRefused(2, NO_CRYPTO, "--kek_path"),
+            valueRefused(2, NO_CRYPTO, "--credentials_path"),
+            valueRefused(2, NO_CRYPTO, "--data_enc_keys_number"),
+            valueRefused(2, NO_CRYPTO, "--data_enc_key_app_path"),
+            valueRefused(2, NO_DC, "--log_dci_streams"),
+            valueRefused(2, NO_DC, "--log_active_dci_streams"),
+            flagRefused(2, "jverbs registers memory without relaxed ordering (the header says PCIe relax order: OFF)",
+                    "--disable_pcie_relaxed"),
+            flagRefused(2, "needs out-of-order data placement (mlx5), which jverbs does not set", "--use_ooo"),
+            valueRefused(2, NO_RAW + " (perftest 4.5's -j/--source_ip is its raw Ethernet source IP)", "-j",
+                    "--source_ip"),
+            valueRefused(2, "the handshake connects to <host> as the name resolves (IPv4 or IPv6); forcing IPv6 is"
+                    + " not implemented", "--ipv6-addr"));
+
+    /** The options that are implemented, by any of their names. */
+    static boolean implemented(String name) {
+        return ALL.stream().anyMatch(a -> a.state() == State.IMPLEMENTED && a.names().contains(name));
+    }
 
     private CompatOptions() {
     }
 
-    private static Accepted value(String note, String... names) {
-        return new Accepted(List.of(names), true, note);
+    private static Accepted valueDone(String note, String... names) {
+        return new Accepted(List.of(names), true, State.IMPLEMENTED, 0, note);
     }
 
-    private static Accepted flag(String note, String... names) {
-        return new Accepted(List.of(names), false, note);
+    private static Accepted flagDone(String note, String... names) {
+        return new Accepted(List.of(names), false, State.IMPLEMENTED, 0, note);
+    }
+
+    private static Accepted valueRefused(int exit, String why, String... names) {
+        return new Accepted(List.of(names), true, State.REFUSED, exit, why);
+    }
+
+    private static Accepted flagRefused(int exit, String why, String... names) {
+        return new Accepted(List.of(names), false, State.REFUSED, exit, why);
     }
 
     /**
@@ -137,7 +187,7 @@ final class CompatOptions {
     static void addTo(CommandSpec spec) {
         for (Accepted a : ALL) {
             OptionSpec.Builder b = OptionSpec.builder(a.names().toArray(String[]::new))
-                    .description("C perftest option, " + a.note())
+                    .description("C perftest option, " + (a.state() == State.REFUSED ? "refused: " : "") + a.note())
                     .hidden(true);
             if (a.takesValue()) {
                 b.arity("1").type(String.class).paramLabel("<value>");
@@ -149,22 +199,43 @@ final class CompatOptions {
     }
 
     /**
-     * The notes of the accepted options a command line gave, one line each.
+     * The first refused option a command line gave, if any.
      *
      * @param parsed the parse result of one test's command line (null: none)
-     * @return the lines to print on stderr, in the order of {@link #ALL}
+     * @return the refused option, or null when none was given
      */
-    static List<String> notes(ParseResult parsed) {
-        List<String> lines = new ArrayList<>();
+    static Accepted firstRefused(ParseResult parsed) {
         if (parsed == null) {
-            return lines;
+            return null;
         }
         for (Accepted a : ALL) {
-            if (parsed.hasMatchedOption(a.names().getFirst())) {
-                lines.add("note: " + a.label() + " " + a.note());
+            if (a.state() == State.REFUSED && parsed.hasMatchedOption(a.names().getFirst())) {
+                return a;
             }
         }
-        return lines;
+        return null;
+    }
+
+    /**
+     * The value given to an implemented option, or null.
+     *
+     * @param parsed the parse result (null: none)
+     * @param name   one of its names
+     * @return its value as given (the last one, when given twice), or null when not given
+     */
+    static String value(ParseResult parsed, String name) {
+        return parsed == null || !parsed.hasMatchedOption(name) ? null : parsed.matchedOptionValue(name, (String) null);
+    }
+
+    /**
+     * Whether an implemented flag was given.
+     *
+     * @param parsed the parse result (null: none)
+     * @param name   one of its names
+     * @return true when given
+     */
+    static boolean given(ParseResult parsed, String name) {
+        return parsed != null && parsed.hasMatchedOption(name);
     }
 
     /**

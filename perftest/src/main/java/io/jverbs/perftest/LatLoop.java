@@ -59,6 +59,8 @@ final class LatLoop implements CompletionHandler {
     int errStatus = -1;
     int errVendor;
     int errQpn;
+    /** --latency_gap in nanoseconds: spun before each post, and inside the sample, as C's. */
+    private final long gapNs;
 
     LatLoop(TestSpec c, Session s, int size, Histogram histogram) {
         this(c, s, size, histogram, c.isServer(), c.duration(), c.iters());
@@ -68,6 +70,7 @@ final class LatLoop implements CompletionHandler {
     LatLoop(TestSpec c, Session s, int size, Histogram histogram, boolean server, boolean timed, int iters) {
         this.c = c;
         this.s = s;
+        this.gapNs = (long) (c.extras().latencyGapUs() * 1_000);
         this.cq = s.cq;
         this.qp = s.qps.length > 0 ? s.qps[0] : null;
         this.ud = s.datagrams != null ? s.datagrams[0] : null;
@@ -199,7 +202,7 @@ final class LatLoop implements CompletionHandler {
                 }
             }
             if (scnt < goal) {
-                long now = System.nanoTime();
+                long now = gap(System.nanoTime());
                 if (ended(now)) {
                     break;
                 }
@@ -252,7 +255,7 @@ final class LatLoop implements CompletionHandler {
                 }
             }
             if (scnt < goal) {
-                long now = System.nanoTime();
+                long now = gap(System.nanoTime());
                 if (ended(now)) {
                     break;
                 }
@@ -278,7 +281,7 @@ final class LatLoop implements CompletionHandler {
         startClock();
         long goal = timed ? Long.MAX_VALUE : iters;
         for (long k = 0; k < goal; k++) {
-            long now = System.nanoTime();
+            long now = gap(System.nanoTime());
             if (ended(now)) {
                 break;
             }
@@ -292,6 +295,19 @@ final class LatLoop implements CompletionHandler {
                 break;
             }
         }
+    }
+
+    /** Busy-waits --latency_gap from {@code now} (none: returns it at once); returns the time after. */
+    private long gap(long now) {
+        if (gapNs <= 0) {
+            return now;
+        }
+        long until = now + gapNs;
+        long t;
+        while ((t = System.nanoTime()) < until) {
+            Thread.onSpinWait();
+        }
+        return t;
     }
 
     private static void post(int rc) {

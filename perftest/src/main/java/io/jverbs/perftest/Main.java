@@ -50,7 +50,69 @@ public final class Main implements Runnable {
      * @param args {@code write_bw -d rxe0 ...}
      */
     public static void main(String[] args) {
-        System.exit(commandLine().execute(args));
+        CommandLine cl = commandLine();
+        String[] expanded;
+        try {
+            expanded = expandAbbreviations(cl, args);
+        } catch (CommandLine.ParameterException e) {
+            System.err.println(e.getMessage());
+            System.exit(PerftestException.FAILED); // as C's getopt: an ambiguous option is an error of the command line
+            return;
+        }
+        System.exit(cl.execute(expanded));
+    }
+
+    /**
+     * A test's long options abbreviated as C's {@code getopt_long} takes them: a prefix of exactly
+     * one option's long names ({@code --report_gb} for {@code --report_gbits}) becomes that name,
+     * with its {@code =value} kept. A prefix of several options is refused as getopt refuses it;
+     * an exact name, an unknown option, a short option and whatever follows {@code --} are left as
+     * they are.
+     *
+     * @param cl   the command line of {@link #commandLine()}
+     * @param args the arguments, the test's name first
+     * @return the arguments with the abbreviations written out
+     * @throws CommandLine.ParameterException when an abbreviation names several options
+     */
+    static String[] expandAbbreviations(CommandLine cl, String[] args) {
+        if (args.length == 0 || !cl.getSubcommands().containsKey(args[0])
+                || !(cl.getSubcommands().get(args[0]).getCommand() instanceof PerftestCommand)) {
+            return args;
+        }
+        CommandLine test = cl.getSubcommands().get(args[0]);
+        String[] out = args.clone();
+        for (int i = 1; i < out.length; i++) {
+            String a = out[i];
+            if (a.equals("--")) {
+                break;
+            }
+            if (!a.startsWith("--") || a.length() == 2) {
+                continue;
+            }
+            int eq = a.indexOf('=');
+            String name = eq < 0 ? a : a.substring(0, eq);
+            if (test.getCommandSpec().findOption(name) != null) {
+                continue;
+            }
+            java.util.Set<CommandLine.Model.OptionSpec> matches = new java.util.LinkedHashSet<>();
+            String match = null;
+            for (CommandLine.Model.OptionSpec o : test.getCommandSpec().options()) {
+                for (String n : o.names()) {
+                    if (n.startsWith("--") && n.startsWith(name)) {
+                        if (matches.add(o)) {
+                            match = n;
+                        }
+                    }
+                }
+            }
+            if (matches.size() == 1) {
+                out[i] = match + (eq < 0 ? "" : a.substring(eq));
+            } else if (matches.size() > 1) {
+                throw new CommandLine.ParameterException(test, "option '" + name + "' is ambiguous; possibilities: "
+                        + String.join(" ", matches.stream().map(CommandLine.Model.OptionSpec::longestName).toList()));
+            }
+        }
+        return out;
     }
 
     @Override

@@ -162,10 +162,12 @@ final class PerftestCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         try {
-            TestSpec test = check();
-            if (spec != null) {
-                notes.addAll(0, CompatOptions.notes(spec.commandLine().getParseResult()));
+            CompatOptions.Accepted refused = spec == null ? null
+                    : CompatOptions.firstRefused(spec.commandLine().getParseResult());
+            if (refused != null) {
+                throw new PerftestException(refused.label() + ": refused: " + refused.note(), refused.exitCode(), null);
             }
+            TestSpec test = check();
             for (String note : notes) {
                 err().println(note);
             }

@@ -12,6 +12,12 @@ final class Report {
     static final String LINE = "-".repeat(87);
     private final TestSpec c;
     private final PrintWriter out;
+    /** --output: print only that number (null: the whole report). */
+    private final String output;
+    /** -C: CPU cycles a microsecond (0: microseconds). */
+    private final double cyclesPerUsec;
+    /** -W: the sysfs counters printed after each row, or null. */
+    SysfsCounters counters;
 
     /**
      * A report of one test.
@@ -22,6 +28,36 @@ final class Report {
     Report(TestSpec c, PrintWriter out) {
         this.c = c;
         this.out = out;
+        this.output = c.extras().output();
+        this.cyclesPerUsec = c.extras().reportCycles() ? cpuMhz() : 0;
+    }
+
+    /** Whether the whole report prints (no --output). */
+    boolean full() {
+        return output == null;
+    }
+
+    /** The CPU's MHz from /proc/cpuinfo (C's get_cpu_mhz reads it there too). */
+    static double cpuMhz() {
+        try (var lines = java.nio.file.Files.lines(java.nio.file.Path.of("/proc/cpuinfo"))) {
+            return lines.filter(l -> l.startsWith("cpu MHz")).findFirst()
+                    .map(l -> Double.parseDouble(l.substring(l.indexOf(':') + 1).trim()))
+                    .orElseThrow(() -> new PerftestException("-C/--report-cycles: /proc/cpuinfo names no cpu MHz"));
+        } catch (java.io.IOException | NumberFormatException e) {
+            throw new PerftestException("-C/--report-cycles: cannot read the CPU's MHz from /proc/cpuinfo: " + e.getMessage());
+        }
+    }
+
+    /** A latency in the report's unit: microseconds, or cycles under -C. */
+    private double unit(double usec) {
+        return cyclesPerUsec > 0 ? usec * cyclesPerUsec : usec;
+    }
+
+    private void afterRow() {
+        if (counters != null) {
+            counters.print(out);
+        }
+        out.flush();
     }
 
     private void p(String format, Object... args) {
@@ -29,6 +65,9 @@ final class Report {
     }
 
     void waiting() {
+        if (!full()) {
+            return;
+        }
         out.println();
         out.println("************************************");
         out.println("* Waiting for client to connect... *");
@@ -37,6 +76,9 @@ final class Report {
     }
 
     void header(Session s, int mtuEnum) {
+        if (!full()) {
+            return;
+        }
         out.println(LINE);
         String title = c.verb() == Verb.ATOMIC ? "Atomic " + (c.cas() ? "CMP_AND_SWAP" : "FETCH_AND_ADD") : c.verb().title;
         // as C's title: "Bidirectional " and "Post List " before "BW " where they apply
@@ -80,6 +122,9 @@ final class Report {
     }
 
     void addresses(Session s) {
+        if (!full()) {
+            return;
+        }
         for (int i = 0; i < s.mine.length; i++) {
             address("local", s.mine[i]);
             address("remote", s.theirs[i]);
@@ -119,6 +164,9 @@ final class Report {
     }
 
     void bwHead() {
+        if (!full()) {
+            return;
+        }
         out.println(c.reportGbits()
                 ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
                 : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]");
@@ -126,6 +174,11 @@ final class Report {
     }
 
     void bwRow(BwLoop.BwResult r) {
+        if (!full()) {
+            p("%f\n", output.equals("bandwidth") ? r.avg() : r.msgRate());
+            afterRow();
+            return;
+        }
         if (c.reportGbits() && r.avg() < 0.1) {
             p(" %-7d    %d           %-7.6f            %-7.6f            %-7.6f\n", r.size(), r.iters(), r.peak(), r.avg(),
                     r.msgRate());
@@ -133,10 +186,13 @@ final class Report {
             p(" %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f\n", r.size(), r.iters(), r.peak(), r.avg(),
                     r.msgRate());
         }
-        out.flush();
+        afterRow();
     }
 
     void latHead() {
+        if (!full()) {
+            return;
+        }
         out.println(c.duration()
                 ? " #bytes        #iterations       t_avg[usec]    tps average"
                 : " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99"
@@ -146,29 +202,42 @@ final class Report {
 
     void latRow(LatStats st) {
         if (c.unsorted()) {
-            out.println("#, usec");
+            out.println(cyclesPerUsec > 0 ? "#, cycles" : "#, usec");
             for (int i = 0; i < st.unsorted().length; i++) {
-                out.println((i + 1) + ", " + g(st.unsorted()[i]));
+                out.println((i + 1) + ", " + g(unit(st.unsorted()[i])));
             }
         }
         if (c.histogram()) {
-            out.println("#, usec");
+            out.println(cyclesPerUsec > 0 ? "#, cycles" : "#, usec");
             for (int i = 0; i < st.sorted().length; i++) {
-                out.println((i + 1) + ", " + g(st.sorted()[i]));
+                out.println((i + 1) + ", " + g(unit(st.sorted()[i])));
             }
         }
         if (c.unsorted() || c.histogram()) {
-            out.println(LINE);
+            if (full()) {
+                out.println(LINE);
+            }
             latHead();
         }
+        if (!full()) {
+            p("%f\n", unit(st.avg()));
+            afterRow();
+            return;
+        }
         p(" %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n",
-                st.size(), st.iters(), st.min(), st.max(), st.typical(), st.avg(), st.stdev(), st.p99(), st.p999());
-        out.flush();
+                st.size(), st.iters(), unit(st.min()), unit(st.max()), unit(st.typical()), unit(st.avg()),
+                unit(st.stdev()), unit(st.p99()), unit(st.p999()));
+        afterRow();
     }
 
     void latDurationRow(long size, long iters, double avgUsec, double tps) {
-        p(" %-7d       %d            %-7.2f        %-7.2f\n", size, iters, avgUsec, tps);
-        out.flush();
+        if (!full()) {
+            p("%f\n", avgUsec);
+            afterRow();
+            return;
+        }
+        p(" %-7d       %d            %-7.2f        %-7.2f\n", size, iters, avgUsec, tps); // -C does not apply, as C's
+        afterRow();
     }
 
     /**
@@ -197,6 +266,9 @@ final class Report {
     }
 
     void line() {
+        if (!full()) {
+            return;
+        }
         out.println(LINE);
         out.flush();
     }

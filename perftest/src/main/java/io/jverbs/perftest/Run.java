@@ -33,7 +33,7 @@ abstract sealed class Run permits BwRun, LatRun {
     private static final long WARMUP_STOP_MS = 1_500;
     /** The test; replaced once by its fitted copy when the MTU is agreed ({@link TestSpec#fitDatagramSize}). */
     TestSpec c;
-    private final Streams streams;
+    final Streams streams;
     final Report report;
     Oob oob;
     Session s;
@@ -83,6 +83,10 @@ abstract sealed class Run permits BwRun, LatRun {
         s = new Session(c, streams);
         Warmup.WhileWaiting early = null;
         try {
+            if (!c.extras().counters().isEmpty()) { // -W: opened before the connection, as C's
+                report.counters = SysfsCounters.open(java.nio.file.Path.of("/sys/class/infiniband", s.context.name(),
+                        "ports"), c.ibPort(), c.extras().counters());
+            }
             if (c.isServer()) {
                 // listens at once, as C's server does, and warms up while it waits; the client's
                 // handshake goes on once the warm-up has stopped (within a round of its loop)
@@ -128,9 +132,18 @@ abstract sealed class Run permits BwRun, LatRun {
             if (early != null) {
                 early.stop(c.completionNs() / 1_000_000 + 2_000); // its twins belong to the session
             }
+            if (c.extras().waitDestroySec() > 0) {
+                streams.out().printf(" Waiting %d seconds before releasing resources...%n", c.extras().waitDestroySec());
+                streams.out().flush();
+                try {
+                    Thread.sleep(c.extras().waitDestroySec() * 1000L);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
             s.close();
         }
-        counters.finish(streams.out(), outputs);
+        counters.finish(streams.err(), outputs); // jverbs' addition: on stderr, so stdout stays C's
         if (c.outJson()) {
             if (allocated >= 0) {
                 outputs.allocation(allocated, jitMs);

@@ -83,9 +83,15 @@ final class Session implements AutoCloseable {
             if (!port.isActive()) {
                 throw new PerftestException("port " + c.ibPort() + " of " + name + " is not ACTIVE");
             }
+            String link = port.isEthernet() ? "Ethernet" : "IB";
+            if (c.extras().forceLink() != null && !c.extras().forceLink().equals(link)) {
+                throw PerftestException.refusedHere("--force-link " + c.extras().forceLink() + ": port " + c.ibPort()
+                        + " of " + name + " is " + link + " (jverbs does not override the port's link layer)");
+            }
             useGid = port.isEthernet() || c.gidIndex() != null;
             if (useGid) {
-                gid = c.gidIndex() != null ? context.gid(c.ibPort(), c.gidIndex()) : context.chooseGid(c.ibPort());
+                gid = c.gidIndex() != null ? context.gid(c.ibPort(), c.gidIndex())
+                        : c.extras().ipv6() ? ipv6Gid(context, c.ibPort()) : context.chooseGid(c.ibPort());
                 if (gid.isEmpty()) {
                     throw new PerftestException("GID index " + gid.index() + " of " + name + " port " + c.ibPort()
                             + " is empty: choose another -x (ibv_devinfo -v lists the table)");
@@ -117,7 +123,7 @@ final class Session implements AutoCloseable {
                 datagrams = null;
                 qps = new QueuePair[c.qps()];
                 for (int i = 0; i < c.qps(); i++) {
-                    qps[i] = pd.createQueuePair(queuePairConfig());
+                    qps[i] = pd.createQueuePair(queuePairConfig().withRoute(c.extras().route(i)));
                 }
                 maxInline = qps[0].maxInlineData();
             }
@@ -180,9 +186,9 @@ final class Session implements AutoCloseable {
     private QueuePairConfig queuePairConfig() {
         // C perftest's retry 7 / RNR retry 7 and RNR timer 12, so a Java side behaves as a C side would
         return new QueuePairConfig(cq, cq, c.tx(), c.verb() == Verb.SEND ? c.rx() : 1, inline, c.ibPort(),
-                gid != null ? gid.index() : -1, c.cqMod(), c.qpTimeout(), 7, 7, outReads, cq.isConfined(),
-                c.connection().equals("UC") ? QueuePairConfig.Transport.UC : QueuePairConfig.Transport.RC, 12, null,
-                QueuePairConfig.DEFAULT_OPERATION_TIMEOUT);
+                gid != null ? gid.index() : -1, c.cqMod(), c.qpTimeout(), c.extras().retryCount(), 7, outReads,
+                cq.isConfined(), c.connection().equals("UC") ? QueuePairConfig.Transport.UC : QueuePairConfig.Transport.RC,
+                12, null, QueuePairConfig.DEFAULT_OPERATION_TIMEOUT, io.jverbs.Route.DEFAULT);
     }
 
     /**
@@ -276,7 +282,14 @@ final class Session implements AutoCloseable {
             };
             buffer = pd.allocate(2 * c.qps() * slot, access);
             memory = buffer.segment();
-            if (c.kind() == Kind.BW || c.verb() != Verb.WRITE) {
+            byte[] payload = c.extras().payload();
+            if (payload != null && (c.kind() == Kind.BW || c.verb() != Verb.WRITE)) {
+                // --payload_file_path: the file's pattern, repeated (write_lat's buffers stay zeroed, as C's)
+                for (long off = 0; off < memory.byteSize(); off += payload.length) {
+                    MemorySegment.copy(payload, 0, memory, java.lang.foreign.ValueLayout.JAVA_BYTE, off,
+                            (int) Math.min(payload.length, memory.byteSize() - off));
+                }
+            } else if (c.kind() == Kind.BW || c.verb() != Verb.WRITE) {
                 // C fills its buffers with random bytes (write_lat's stay zeroed: their last byte is the signal)
                 byte[] noise = new byte[(int) Math.min(memory.byteSize(), 1 << 20)];
                 ThreadLocalRandom.current().nextBytes(noise);
@@ -288,6 +301,22 @@ final class Session implements AutoCloseable {
         } catch (VerbsException e) {
             throw new PerftestException(e.getMessage(), e);
         }
+    }
+
+    /** --ipv6 without -x: the first RoCE v2 GID that is not IPv4-mapped, else what {@link Context#chooseGid} picks. */
+    private static io.jverbs.Gid ipv6Gid(Context context, int port) {
+        Context.PortAttributes attrs = context.port(port);
+        for (int i = 0; i < attrs.gidTableLength(); i++) {
+            try {
+                io.jverbs.Gid g = context.gid(port, i);
+                if (!g.isEmpty() && g.isRoceV2() && !g.isIpv4Mapped()) {
+                    return g;
+                }
+            } catch (VerbsException e) {
+                // an unreadable entry is skipped, as chooseGid skips it
+            }
+        }
+        return context.chooseGid(port);
     }
 
     static long align64(long n) {
@@ -420,7 +449,7 @@ final class Session implements AutoCloseable {
             try {
                 if (datagrams != null) {
                     destinations[i] = datagrams[i].destination(new DatagramQueuePair.Address(r.qpn() & 0xffffff,
-                            qkey(), r.lid() & 0xffff, g));
+                            qkey(), r.lid() & 0xffff, g), c.extras().route(i));
                 } else {
                     qps[i].connect(new Endpoint(r.qpn() & 0xffffff, r.psn() & 0xffffff, r.lid() & 0xffff, g, mtuEnum));
                 }

@@ -66,7 +66,7 @@ final class SpecValidator {
                 c.events, cas, noPeak, c.histogram, c.unsorted, c.reportGbits, c.outJson,
                 c.outJsonFile != null ? c.outJsonFile : Path.of("perftest_out.json"), c.handshakeTimeout,
                 c.connectTimeout, c.completionTimeout, c.runTimeout, c.minBw, c.minMsgRate, c.maxLatP99, c.plot,
-                cReference, c.hdrLog, c.allocReport, c.noWarmup);
+                cReference, c.hdrLog, c.allocReport, c.noWarmup, extras());
     }
 
     /** Whether C prints its note that the CQ moderation follows the post list (after {@link #validate}). */
@@ -211,8 +211,8 @@ final class SpecValidator {
         }
         cqMod = c.cqMod != null ? c.cqMod : 100;
         refuse(cqMod < 1, "CQ moderation must be 1 or more");
-        if (size > 8192 && !c.all && !c.events && c.cqMod == null) {
-            cqMod = 1;
+        if (size > 8192 && !c.all && !c.events && c.cqMod == null && !"UD".equalsIgnoreCase(c.connection)) {
+            cqMod = 1; // as C: not under UD, whose size is fitted to the MTU later
         }
         if (!bw) {
             cqMod = 1;
@@ -279,6 +279,89 @@ final class SpecValidator {
         refuseHere(c.hdrLog != null && bw, "--hdr_log is for latency tests");
         refuseHere(c.host == null && !bw && (c.verb == Verb.READ || c.verb == Verb.ATOMIC) && (c.maxLatP99 != null || c.hdrLog != null),
                 "the read/atomic latency server measures nothing: give --max-lat-p99/--hdr_log to the client");
+    }
+
+    /** The implemented options of {@link CompatOptions}, checked as C checks them. */
+    private Extras extras() {
+        picocli.CommandLine.ParseResult p = c.spec == null ? null : c.spec.commandLine().getParseResult();
+        if (p == null) {
+            return Extras.NONE;
+        }
+        String output = CompatOptions.value(p, "--output");
+        if (output != null) {
+            refuse(!List.of("bandwidth", "message_rate", "latency").contains(output),
+                    "Invalid verbosity level output flag. Please use bandwidth, latency, message_rate");
+            refuse(bw && output.equals("latency"), "Output verbosity level for BW can be: bandwidth, message_rate");
+            refuse(!bw && !output.equals("latency"), "Output verbosity level for LAT can be: latency");
+        }
+        List<String> counters = List.of();
+        String w = CompatOptions.value(p, "-W");
+        if (w != null) {
+            counters = java.util.Arrays.stream(w.split(",")).filter(x -> !x.isBlank()).toList();
+            refuse(counters.isEmpty() || counters.stream().anyMatch(x -> x.contains("..")),
+                    "Failed to parse the performance counter list");
+        }
+        int waitDestroy = intOf(p, "--wait_destroy", 0);
+        refuse(waitDestroy < 0, "--wait_destroy must be 0 or more seconds");
+        boolean cycles = CompatOptions.given(p, "-C");
+        refuse(cycles && bw, "Available only on Latency tests");
+        double gap = 0;
+        String gapText = CompatOptions.value(p, "--latency_gap");
+        if (gapText != null) {
+            gap = intOf(p, "--latency_gap", 0);
+            refuse(gap < 0, "Latency gap must be 0 or more microseconds");
+            refuse(bw, "Latency gap feature is only for latency tests");
+        }
+        String payloadFile = CompatOptions.value(p, "--payload_file_path");
+        byte[] payload = payloadFile == null ? null : Extras.readPayload(Path.of(payloadFile));
+        int sl = intOf(p, "-S", 0);
+        refuse(sl < 0 || sl > 15, "Only 15 Service levels");
+        String hop = CompatOptions.value(p, "-L");
+        if (hop != null) {
+            int h = intOf(p, "-L", 64);
+            refuse(h < 0 || h > 255, "Hop limit should be between 0 and 255");
+            refuse(h != 64, "Hop limit only valid for RawEth QP");
+        }
+        int tclass = intOf(p, "--tclass", 0);
+        refuseHere(tclass < 0 || tclass > 255, "--tclass must be 0..255 (the traffic class is 8 bits)");
+        int[] labels = {0};
+        String fl = CompatOptions.value(p, "--flow_label");
+        if (fl != null) {
+            try {
+                labels = java.util.Arrays.stream(fl.split(",")).mapToInt(x -> Integer.parseInt(x.trim())).toArray();
+            } catch (NumberFormatException e) {
+                refuse(true, "Invalid flow label list: " + fl);
+            }
+            refuse(labels.length == 0 || java.util.Arrays.stream(labels).anyMatch(x -> x < 0), "Flow label must be non-negative");
+            refuseHere(java.util.Arrays.stream(labels).anyMatch(x -> x > 0xFFFFF), "--flow_label must be 0..1048575 (20 bits)");
+        }
+        refuseHere(c.rdmaCm && (CompatOptions.given(p, "-S") || CompatOptions.given(p, "--tclass")
+                || CompatOptions.given(p, "--flow_label")), "-S, --tclass and --flow_label set the address vector of"
+                + " verbs queue pairs; with -R rdma_cm makes it (C does not use them there either)");
+        int retry = intOf(p, "--retry_count", 7);
+        refuse(retry < 0, "Retry Count value must be positive");
+        refuseHere(retry > 7, "--retry_count must be 0..7 (the queue pair's retry count is 3 bits)");
+        String link = CompatOptions.value(p, "--force-link");
+        if (link != null) {
+            String l = link.toLowerCase(java.util.Locale.ROOT);
+            refuse(!(l.length() > 0 && ("ib".startsWith(l) || "ethernet".startsWith(l))),
+                    "Invalid link layer value should be IB or ETHERNET.");
+            link = "ib".startsWith(l) ? "IB" : "Ethernet";
+        }
+        return new Extras(output, counters, waitDestroy, cycles, gap, payload, CompatOptions.given(p, "--ipv6"), sl,
+                tclass, labels, retry, link);
+    }
+
+    private static int intOf(picocli.CommandLine.ParseResult p, String name, int absent) {
+        String v = CompatOptions.value(p, name);
+        if (v == null) {
+            return absent;
+        }
+        try {
+            return Integer.parseInt(v.trim());
+        } catch (NumberFormatException e) {
+            throw PerftestException.refusedAsC("Invalid value for option '" + name + "': '" + v + "' is not an int");
+        }
     }
 
     private static int parseSize(String text) {

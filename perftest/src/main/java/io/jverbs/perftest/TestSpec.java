@@ -67,7 +67,8 @@ record TestSpec(Verb verb, Kind kind, String host, String device, int ibPort, In
                 boolean events, boolean cas, boolean noPeak, boolean histogram, boolean unsorted, boolean reportGbits,
                 boolean outJson, Path outJsonFile, double handshakeTimeout, Double connectTimeout,
                 double completionTimeout, double runTimeout, Double minBw, Double minMsgRate, Double maxLatP99,
-                Path plot, CReference cReference, Path hdrLog, boolean allocReport, boolean noWarmup) {
+                Path plot, CReference cReference, Path hdrLog, boolean allocReport, boolean noWarmup,
+                Extras extras) {
     /** NVIDIA/Mellanox's PCI vendor id, whose devices get C's latency inline defaults. */
     static final int MELLANOX_VENDOR_ID = 0x02c9;
     /**
@@ -215,7 +216,7 @@ record TestSpec(Verb verb, Kind kind, String host, String device, int ibPort, In
                 bidirectional, mtuBytes, fitted, sizeAsked, iters, durationSec, marginSec, runInfinitely, tx, rx, cqMod,
                 postList, inline, inlineGiven, outs, mtuEnum, qpTimeout, events, cas, noPeak, histogram, unsorted,
                 reportGbits, outJson, outJsonFile, handshakeTimeout, connectTimeout, completionTimeout, runTimeout,
-                minBw, minMsgRate, maxLatP99, plot, cReference, hdrLog, allocReport, noWarmup);
+                minBw, minMsgRate, maxLatP99, plot, cReference, hdrLog, allocReport, noWarmup, extras);
         return new DatagramFit(spec, " Max msg size in UD is MTU " + mtuBytes + "\n Changing to this MTU");
     }
 }

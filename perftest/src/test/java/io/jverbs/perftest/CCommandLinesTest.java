@@ -78,29 +78,55 @@ class CCommandLinesTest {
         return parsed(verb, kind, args).check();
     }
 
+    /** A payload file in C's format, for the option list's --payload_file_path. */
+    private static String payloadFile() throws IOException {
+        java.nio.file.Path f = java.nio.file.Files.createTempFile("perftest-payload", ".txt");
+        java.nio.file.Files.writeString(f, "0x11223344,0xaabbccdd");
+        f.toFile().deleteOnExit();
+        return f.toString();
+    }
+
+    /**
+     * Each option of each tool through the real command line, on a device that does not exist:
+     * an implemented option gets as far as opening the device (exit 1, naming it), a refused one
+     * ends before with its reason and its exit status. Prints
+     * {@code perftest-options: N implemented, M refused, 0 ignored} over every C option.
+     */
     @TestFactory
-    Stream<DynamicTest> everyListedOptionOfEveryToolIsAccepted() throws IOException {
+    Stream<DynamicTest> everyListedOptionOfEveryToolIsImplementedOrRefused() throws IOException {
         List<COption> options = options();
         assertTrue(options.size() > 100, "the list was read: " + options.size());
+        String payload = payloadFile();
         List<DynamicTest> tests = new ArrayList<>();
         for (Verb verb : Verb.values()) {
             for (Kind kind : Kind.values()) {
-                String tool = "ib_" + verb.name().toLowerCase(Locale.ROOT) + "_" + kind.name().toLowerCase(Locale.ROOT);
+                String tool = verb.name().toLowerCase(Locale.ROOT) + "_" + kind.name().toLowerCase(Locale.ROOT);
                 for (COption o : options) {
                     if (!o.listedFor(verb, kind)) {
                         continue;
                     }
-                    tests.add(DynamicTest.dynamicTest(tool + " " + String.join(" ", o.args()), () -> {
-                        PerftestCommand c = new PerftestCommand(verb, kind);
-                        CommandLine cl = commandLine(c);
-                        ParseResult parsed = cl.parseArgs(o.args().toArray(String[]::new));
-                        c.check();
+                    List<String> args = new ArrayList<>(List.of(tool, "-d", "no-such-device"));
+                    o.args().forEach(a -> args.add(a.equals("/tmp/payload.txt") ? payload : a));
+                    tests.add(DynamicTest.dynamicTest("ib_" + tool + " " + String.join(" ", o.args()), () -> {
+                        CommandLine cl = Main.commandLine();
+                        StringWriter err = new StringWriter();
+                        cl.setOut(new PrintWriter(new StringWriter()));
+                        cl.setErr(new PrintWriter(err));
+                        int exit = cl.execute(args.toArray(String[]::new));
                         String name = o.args().getFirst();
-                        boolean implemented = parsed.hasMatchedOption(name)
-                                && CompatOptions.ALL.stream().noneMatch(a -> a.names().contains(name));
-                        List<String> notes = CompatOptions.notes(parsed);
-                        assertEquals(implemented ? 0 : 1, notes.size(), "one note for an option jverbs does not act on: " + notes);
-                        notes.forEach(n -> assertTrue(n.startsWith("note: ") && n.contains(name) && !n.contains("\n"), n));
+                        CompatOptions.Accepted refused = CompatOptions.ALL.stream()
+                                .filter(a -> a.state() == CompatOptions.State.REFUSED && a.names().contains(name))
+                                .findFirst().orElse(null);
+                        assertFalse(err.toString().contains("ignored"), err.toString());
+                        if (refused == null) {
+                            assertEquals(1, exit, "an implemented option reaches the device: " + err);
+                            assertTrue(err.toString().contains("IB device ") && err.toString().contains(" not found"),
+                                    "it failed at the device: " + err);
+                        } else {
+                            assertEquals(refused.exitCode(), exit, err.toString());
+                            assertTrue(err.toString().contains(refused.label() + ": refused: " + refused.note()),
+                                    "the reason is on stderr: " + err);
+                        }
                     }));
                 }
             }
@@ -109,23 +135,105 @@ class CCommandLinesTest {
     }
 
     @Test
-    void everyOptionOfTheListIsEitherImplementedOrAcceptedNotBoth() throws IOException {
-        Set<String> accepted = new HashSet<>();
-        CompatOptions.ALL.forEach(a -> accepted.addAll(a.names()));
+    void everyCOptionIsImplementedOrRefused() throws IOException {
         CommandLine cl = commandLine(new PerftestCommand(Verb.WRITE, Kind.BW));
-        Set<String> all = new HashSet<>();
+        Set<String> listed = new HashSet<>();
         for (COption o : options()) {
-            String name = o.args().getFirst();
-            all.add(name);
-            assertTrue(cl.getCommandSpec().findOption(name) != null, name + " is known to the parser");
+            listed.add(o.args().getFirst());
+            assertTrue(cl.getCommandSpec().findOption(o.args().getFirst()) != null, o.args().getFirst() + " is known to the parser");
         }
-        // the annotated options of the test must not repeat an accepted one (picocli would refuse the duplicate)
+        // the C options of the tests' own fields (jverbs' own options and the help aside), and those of CompatOptions
+        int own = 0;
         for (CommandLine.Model.OptionSpec o : new CommandLine(new PerftestCommand(Verb.WRITE, Kind.BW)).getCommandSpec().options()) {
+            boolean c = o.names().length > 0 && !PerftestCommand.OWN_OPTIONS.contains(o.longestName())
+                    && !o.longestName().equals("--help") && !o.longestName().equals("--version");
+            own += c ? 1 : 0;
             for (String n : o.names()) {
-                assertFalse(accepted.contains(n), n + " is both implemented and accepted-with-note");
+                assertTrue(CompatOptions.ALL.stream().noneMatch(a -> a.names().contains(n)), n + " is both a field and a compat option");
             }
         }
-        assertTrue(all.size() > 100, "names: " + all.size());
+        long implemented = own + CompatOptions.ALL.stream().filter(a -> a.state() == CompatOptions.State.IMPLEMENTED).count();
+        long refused = CompatOptions.ALL.stream().filter(a -> a.state() == CompatOptions.State.REFUSED).count();
+        assertTrue(CompatOptions.ALL.stream().allMatch(a -> a.state() == CompatOptions.State.IMPLEMENTED
+                ? a.exitCode() == 0 : a.exitCode() == 1 || a.exitCode() == 2), "refusals exit 1 or 2");
+        assertTrue(listed.size() > 100, "names: " + listed.size());
+        System.out.println("perftest-options: " + implemented + " implemented, " + refused + " refused, 0 ignored (of "
+                + (implemented + refused) + " C perftest 4.5 options)");
+    }
+
+    /** One row of perftest/README.md's table of the C options that are not the tests' own fields. */
+    static String readmeRow(CompatOptions.Accepted a) {
+        return "| `" + a.label() + (a.takesValue() ? " <v>" : "") + "` | "
+                + (a.state() == CompatOptions.State.IMPLEMENTED ? "implemented" : "refused, exit " + a.exitCode()) + " | "
+                + a.note().replace("|", "\\|") + " |";
+    }
+
+    @Test
+    void theReadmeTableIsTheOptionsTable() throws IOException {
+        String readme = java.nio.file.Files.readString(java.nio.file.Path.of("README.md"));
+        StringBuilder table = new StringBuilder();
+        for (CompatOptions.Accepted a : CompatOptions.ALL) {
+            table.append(readmeRow(a)).append('\n');
+        }
+        assertTrue(readme.contains(table), "perftest/README.md's option table differs from CompatOptions.ALL; it should read:\n"
+                + table);
+    }
+
+    @ParameterizedTest(name = "{0} -> {1}")
+    @CsvSource(delimiter = '|', value = {
+        "--report_gb|--report_gbits", "--run_inf|--run_infinitely", "--bidir|--bidirectional",
+        "--report-hist|--report-histogram", "--out_json_f=x.json|--out_json_file=x.json", "--size|--size"})
+    void longOptionsAbbreviateAsGetoptLong(String given, String meant) {
+        String[] out = Main.expandAbbreviations(Main.commandLine(), new String[] {"write_bw", given});
+        String m = out[1].contains("=") ? out[1] : out[1];
+        CommandLine cl = Main.commandLine().getSubcommands().get("write_bw");
+        assertEquals(cl.getCommandSpec().findOption(meant.split("=")[0]), cl.getCommandSpec().findOption(m.split("=")[0]), m);
+        if (meant.contains("=")) {
+            assertEquals(meant.substring(meant.indexOf('=')), m.substring(m.indexOf('=')));
+        }
+    }
+
+    @Test
+    void anAmbiguousAbbreviationIsRefused() {
+        CommandLine.ParameterException e = assertThrows(CommandLine.ParameterException.class,
+                () -> Main.expandAbbreviations(Main.commandLine(), new String[] {"write_bw", "--report"}));
+        assertTrue(e.getMessage().contains("ambiguous"), e.getMessage());
+    }
+
+    @Test
+    void outputModeAndIterationsFollowC() {
+        TestSpec bw = checked(Verb.WRITE, Kind.BW, "--output", "bandwidth");
+        assertEquals("bandwidth", bw.extras().output());
+        assertEquals("Output verbosity level for BW can be: bandwidth, message_rate",
+                assertThrows(PerftestException.class, () -> checked(Verb.WRITE, Kind.BW, "--output", "latency")).getMessage());
+        assertEquals("Output verbosity level for LAT can be: latency",
+                assertThrows(PerftestException.class, () -> checked(Verb.SEND, Kind.LAT, "--output", "bandwidth")).getMessage());
+        assertEquals("Hop limit only valid for RawEth QP",
+                assertThrows(PerftestException.class, () -> checked(Verb.WRITE, Kind.BW, "-L", "32")).getMessage());
+        assertEquals("Only 15 Service levels",
+                assertThrows(PerftestException.class, () -> checked(Verb.WRITE, Kind.BW, "-S", "16")).getMessage());
+        assertEquals("Latency gap feature is only for latency tests",
+                assertThrows(PerftestException.class, () -> checked(Verb.WRITE, Kind.BW, "--latency_gap", "5")).getMessage());
+        TestSpec route = checked(Verb.WRITE, Kind.BW, "-q", "3", "--tclass", "106", "-S", "3", "--flow_label", "7,9");
+        assertEquals(new io.jverbs.Route(3, 106, 9, 255), route.extras().route(1));
+        assertEquals(7, route.extras().route(2).flowLabel(), "the list is dealt in turn");
+        assertEquals(100, checked(Verb.SEND, Kind.BW, "-c", "UD").cqMod(), "UD keeps C's moderation of 100");
+        assertEquals(1, checked(Verb.SEND, Kind.BW, "-c", "RC").cqMod(), "above 8 KiB RC moderates every 1, as C");
+    }
+
+    @Test
+    void aPayloadFileIsReadAsCReadsIt() throws IOException {
+        java.nio.file.Path f = java.nio.file.Files.createTempFile("payload", ".txt");
+        try {
+            java.nio.file.Files.writeString(f, "0x11223344,0xaabbccdd");
+            assertTrue(Arrays.equals(new byte[] {0x44, 0x33, 0x22, 0x11, (byte) 0xdd, (byte) 0xcc, (byte) 0xbb, (byte) 0xaa},
+                    Extras.readPayload(f)));
+            java.nio.file.Files.writeString(f, "0x11223344, 0xaabbccdd");
+            assertEquals("Failed to parse DWORD number: 1",
+                    assertThrows(PerftestException.class, () -> Extras.readPayload(f)).getMessage());
+        } finally {
+            java.nio.file.Files.delete(f);
+        }
     }
 
     @Test
@@ -251,26 +359,27 @@ class CCommandLinesTest {
     }
 
     @Test
-    void aCOptionOnTheRealCommandLinePrintsItsNoteOnStderr() {
-        // -Q 0 is refused after the parse: the notes come out only for a line that runs, so check the parse alone
+    void anImplementedOptionAfterARefusedOneIsStillParsed() {
         PerftestCommand c = new PerftestCommand(Verb.SEND, Kind.BW);
         CommandLine cl = CompatOptions.commandLine(c);
         ParseResult parsed = cl.parseArgs("--use-srq", "-S", "3", "--tclass", "2", "-s", "64");
-        List<String> notes = CompatOptions.notes(parsed);
-        assertEquals(3, notes.size(), notes.toString());
-        assertTrue(notes.get(0).startsWith("note: -S/--sl "), notes.toString());
-        assertEquals("64", c.sizeText, "an implemented option after accepted ones is still read");
+        assertEquals("--use-srq", CompatOptions.firstRefused(parsed).names().getFirst());
+        assertEquals("64", c.sizeText, "an implemented option after refused ones is still read");
     }
 
     @Test
-    void cLongOptionsOutsideUsageAreAcceptedToo() {
+    void cLongOptionsOutsideUsageAreRefusedWithTheirReason() {
         // options in C's long_options table that usage() prints only for raw Ethernet tests, or not at all
         for (String[] args : new String[][] {{"-B", "00:11:22:33:44:55"}, {"--ethertype", "0x0800"}, {"-Z"}, {"-P"},
                 {"--use_rss"}, {"--tcp"}, {"--promiscuous"}, {"--flows", "2"}, {"--vlan_en"}, {"--raw_ipv6"}}) {
-            PerftestCommand c = new PerftestCommand(Verb.WRITE, Kind.BW);
-            ParseResult parsed = commandLine(c).parseArgs(args);
-            c.check();
-            assertEquals(1, CompatOptions.notes(parsed).size(), Arrays.toString(args));
+            CommandLine cl = Main.commandLine();
+            StringWriter err = new StringWriter();
+            cl.setOut(new PrintWriter(new StringWriter()));
+            cl.setErr(new PrintWriter(err));
+            List<String> line = new ArrayList<>(List.of("write_bw", "-d", "no-such-device"));
+            line.addAll(List.of(args));
+            assertEquals(2, cl.execute(line.toArray(String[]::new)), err.toString());
+            assertTrue(err.toString().contains("refused: raw Ethernet only"), err.toString());
         }
     }
 

@@ -63,11 +63,11 @@ class ObservabilityDeviceTest {
         assertEquals(0, c.exit(), c.all() + "\nserver:\n" + sr.all());
         assertEquals(0, sr.exit(), sr.all());
         Matcher m = Pattern.compile("(?m)^ RDMA counters moved on this side \\(" + device.name() + " port 1, (netlink|sysfs)\\): .*$")
-                .matcher(c.out());
-        assertTrue(m.find(), "the client prints its counter deltas:\n" + c.out());
+                .matcher(c.err());
+        assertTrue(m.find(), "the client prints its counter deltas on stderr:\n" + c.err());
         System.out.println("perftest (client):" + m.group());
-        Matcher ms = Pattern.compile("(?m)^ RDMA counters moved on this side .*$").matcher(sr.out());
-        assertTrue(ms.find(), "the server prints its counter deltas:\n" + sr.out());
+        Matcher ms = Pattern.compile("(?m)^ RDMA counters moved on this side .*$").matcher(sr.err());
+        assertTrue(ms.find(), "the server prints its counter deltas on stderr:\n" + sr.err());
         System.out.println("perftest (server):" + ms.group());
         return new JsonNode[] {JSON.readTree(dir.resolve("server.json").toFile()), JSON.readTree(dir.resolve("client.json").toFile())};
     }

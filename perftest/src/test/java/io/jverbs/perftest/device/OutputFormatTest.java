@@ -51,8 +51,10 @@ class OutputFormatTest {
         }
         assertEquals(23, tMax.size(), out);
         int hdr = 0;
-        for (int j = i + 1; j < lines.size(); j++) {
-            Matcher m = HDR.matcher(lines.get(j));
+        assertFalse(out.contains("HdrHistogram"), "stdout stays C's: the HdrHistogram lines are on stderr");
+        List<String> errLines = r[1].err().lines().toList();
+        for (int j = 0; j < errLines.size(); j++) {
+            Matcher m = HDR.matcher(errLines.get(j));
             if (m.find()) {
                 hdr++;
                 long size = Long.parseLong(m.group(3));
@@ -63,7 +65,65 @@ class OutputFormatTest {
                         + tMax.get(size) + " (" + size + " B)");
             }
         }
-        assertEquals(23, hdr, "one HdrHistogram line per size after the table:\n" + out);
+        assertEquals(23, hdr, "one HdrHistogram line per size, on stderr:\n" + r[1].err());
+    }
+
+    /**
+     * {@code --output=bandwidth} as scripts parse it: a Java server and a C client each print one
+     * number, C's {@code %lf}, on stdout (C's output is its stdout and stderr together here: its
+     * last line is the number); a Java client against a C server likewise, with the queue pairs'
+     * traffic class set (--tclass 106: DSCP 26 on RoCE v2).
+     */
+    @Test
+    void outputBandwidthPrintsOneNumberAsC(TestDevice device) throws Exception {
+        Pattern number = Pattern.compile("\\d+\\.\\d{6}");
+        for (boolean cServer : new boolean[] {false, true}) {
+            int port = Perf.freePort();
+            List<String> args = new java.util.ArrayList<>(Perf.deviceArgs(device));
+            args.addAll(List.of("-s", "4096", "-n", "200", "--output=bandwidth", "-p", Integer.toString(port)));
+            List<String> javaArgs = new java.util.ArrayList<>(List.of("write_bw"));
+            javaArgs.addAll(args);
+            javaArgs.addAll(List.of("--tclass", "106"));
+            List<String> cArgs = new java.util.ArrayList<>(args);
+            cArgs.add("-F");
+            Perf.Result java;
+            Perf.Result c;
+            if (cServer) {
+                Perf.CTool cs = Perf.CTool.start("ib_write_bw", cArgs);
+                try {
+                    Perf.awaitListening(port, 60_000, null);
+                    java = Perf.run(Perf.concat(javaArgs, Perf.host(device)));
+                    c = cs.await();
+                } finally {
+                    cs.kill();
+                }
+            } else {
+                java.util.concurrent.CompletableFuture<Perf.Result> js = Perf.start(javaArgs.toArray(String[]::new));
+                Perf.awaitListening(port, 60_000, js);
+                cArgs.add(Perf.host(device));
+                Perf.CTool cc = Perf.CTool.start("ib_write_bw", cArgs);
+                try {
+                    c = cc.await();
+                } finally {
+                    cc.kill();
+                }
+                java = Perf.await(js);
+            }
+            String both = (cServer ? "C server, Java client" : "Java server, C client") + "\n--- C:\n" + c.out()
+                    + "\n--- Java stdout:\n" + java.out() + "\n--- Java stderr:\n" + java.err();
+            if (Perf.clockCalibrationFailed(c.out())) {
+                System.out.println("C's clock calibration failed under emulation; its side is not judged: " + both);
+            } else {
+                assertEquals(0, c.exit(), both);
+                List<String> cLines = c.out().lines().filter(l -> !l.isBlank()).toList();
+                assertTrue(number.matcher(cLines.getLast().trim()).matches(), "C's last line is the number: " + both);
+            }
+            assertEquals(0, java.exit(), both);
+            assertTrue(number.matcher(java.out().strip()).matches() && java.out().strip().lines().count() == 1,
+                    "jverbs-perftest prints one number on stdout: " + both);
+            System.out.println("perftest --output=bandwidth on " + device.name() + ", " + both.lines().findFirst().orElse("")
+                    + ": Java printed " + java.out().strip());
+        }
     }
 
     @Test
