@@ -1,8 +1,10 @@
 # Sourced by jverbs scripts: sets JAVA_HOME to a JDK 25 or later, or explains where to get one.
 # The JDK's feature version (25), or 0 when it cannot be read or is a 1.x version.
+# Read from the JDK's release file when it has one (no JVM started: seconds under emulation).
 jverbs_java_major() {
-    local v
-    v=$("$1/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
+    local v=''
+    [ -f "$1/release" ] && v=$(sed -n 's/^JAVA_VERSION="\([0-9]*\).*/\1/p' "$1/release")
+    [ -n "$v" ] || v=$("$1/bin/java" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
     case "$v" in ''|*[!0-9]*) echo 0 ;; *) echo "$v" ;; esac
 }
 if [ -z "${JAVA_HOME:-}" ] || [ ! -x "$JAVA_HOME/bin/java" ] || [ "$(jverbs_java_major "$JAVA_HOME")" -lt 25 ]; then

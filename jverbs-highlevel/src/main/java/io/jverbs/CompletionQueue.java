@@ -116,6 +116,10 @@ public final class CompletionQueue extends Resource {
     }
 
     static CompletionQueue create(Context context, int capacity, boolean events, boolean confined) {
+        return create(context, capacity, events, confined, 0);
+    }
+
+    static CompletionQueue create(Context context, int capacity, boolean events, boolean confined, int vector) {
         if (capacity < 1) {
             throw new IllegalArgumentException("a completion queue needs at least 1 entry, not " + capacity);
         }
@@ -129,7 +133,15 @@ public final class CompletionQueue extends Resource {
                     throw VerbsException.of("ibv_create_comp_channel", Native.lastErrno());
                 }
             }
-            cq = verbs_h.ibv_create_cq(context.raw(), capacity, MemorySegment.NULL, channel, 0);
+            int vectors = ibv_context.num_comp_vectors(context.raw().reinterpret(ibv_context.sizeof()));
+            if (vector < 0 || vector >= Math.max(1, vectors)) {
+                if (events) {
+                    verbs_h.ibv_destroy_comp_channel(channel);
+                }
+                throw new IllegalArgumentException("completion vector " + vector + ": " + context.name() + " has "
+                        + vectors + " (0.." + (Math.max(1, vectors) - 1) + ")");
+            }
+            cq = verbs_h.ibv_create_cq(context.raw(), capacity, MemorySegment.NULL, channel, vector);
             if (cq.address() == 0) {
                 int errno = Native.lastErrno();
                 if (events) {

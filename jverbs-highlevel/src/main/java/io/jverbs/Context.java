@@ -477,7 +477,33 @@ public final class Context extends Resource {
      * @throws VerbsException when {@code ibv_create_comp_channel} or {@code ibv_create_cq} fails
      */
     public CompletionQueue createCompletionQueueWithEvents(int capacity) {
-        return CompletionQueue.create(this, capacity, true, false);
+        return CompletionQueue.create(this, capacity, true, false, 0);
+    }
+
+    /**
+     * As {@link #createCompletionQueueWithEvents(int)}, its events raised on completion vector
+     * {@code vector}: the device's interrupt (and so the CPU) that serves it, where the device has
+     * several ({@link #completionVectors()}).
+     *
+     * @param capacity entries, at least 1
+     * @param vector   0 to {@link #completionVectors()} &minus; 1
+     * @return the completion queue, owned by this context
+     * @throws IllegalArgumentException when capacity is below 1 or the vector is not the device's
+     * @throws VerbsException when {@code ibv_create_comp_channel} or {@code ibv_create_cq} fails
+     */
+    public CompletionQueue createCompletionQueueWithEvents(int capacity, int vector) {
+        return CompletionQueue.create(this, capacity, true, false, vector);
+    }
+
+    /**
+     * How many completion vectors the device has ({@code num_comp_vectors}).
+     *
+     * @return the count (at least 1 on every provider jverbs knows)
+     * @throws IllegalStateException when this context is closed
+     */
+    public synchronized int completionVectors() {
+        ensureOpen("read the completion vectors");
+        return ibv_context.num_comp_vectors(context.reinterpret(ibv_context.sizeof()));
     }
 
     MemorySegment raw() {

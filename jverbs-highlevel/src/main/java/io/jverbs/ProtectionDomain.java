@@ -73,13 +73,30 @@ public final class ProtectionDomain extends Resource {
      *                         memlock limit, free memory or Soft-RoCE's 1 GiB per region is the cause)
      */
     public RegisteredBuffer allocate(long bytes, Access... access) {
+        return allocate(bytes, false, access);
+    }
+
+    /**
+     * As {@link #allocate(long, Access...)}, registered with relaxed ordering when asked
+     * ({@code IBV_ACCESS_RELAXED_ORDERING}): the device may then complete its PCIe writes to this
+     * memory out of order, which raises throughput on some platforms (C perftest registers so by
+     * default). An optional flag: a device or kernel without it registers the memory as usual.
+     *
+     * @param bytes           the size, at least 1
+     * @param relaxedOrdering whether the registration asks for relaxed ordering
+     * @param access          remote rights (none: local use only)
+     * @return the registered buffer
+     * @throws IllegalArgumentException when bytes is below 1
+     * @throws VerbsException as {@link #allocate(long, Access...)}
+     */
+    public RegisteredBuffer allocate(long bytes, boolean relaxedOrdering, Access... access) {
         if (bytes < 1) {
             throw new IllegalArgumentException("a buffer needs at least 1 byte, not " + bytes);
         }
         Arena arena = Arena.ofShared();
         try {
             MemorySegment memory = arena.allocate(bytes, PAGE);
-            return register(memory, arena, access);
+            return register(memory, arena, relaxedOrdering, access);
         } catch (RuntimeException | Error e) {
             arena.close();
             throw e;
@@ -112,7 +129,7 @@ public final class ProtectionDomain extends Resource {
      * @throws VerbsException when {@code ibv_reg_mr} fails
      */
     public RegisteredBuffer register(MemorySegment memory, Access... access) {
-        return register(memory, null, access);
+        return register(memory, null, false, access);
     }
 
     /**
@@ -133,11 +150,28 @@ public final class ProtectionDomain extends Resource {
      * @throws VerbsException when {@code ibv_reg_mr} fails
      */
     public RegisteredBuffer register(Arena arena, MemorySegment memory, Access... access) {
+        return register(arena, memory, false, access);
+    }
+
+    /**
+     * As {@link #register(Arena, MemorySegment, Access...)}, with relaxed ordering when asked (see
+     * {@link #allocate(long, boolean, Access...)}).
+     *
+     * @param arena           the arena that allocated {@code memory}; its close releases the registration
+     * @param memory          a native segment of {@code arena}, not empty
+     * @param relaxedOrdering whether the registration asks for relaxed ordering
+     * @param access          remote rights
+     * @return the registered buffer, which does not free {@code memory}
+     * @throws IllegalArgumentException as {@link #register(Arena, MemorySegment, Access...)}
+     * @throws IllegalStateException when the arena is closed
+     * @throws VerbsException when {@code ibv_reg_mr} fails
+     */
+    public RegisteredBuffer register(Arena arena, MemorySegment memory, boolean relaxedOrdering, Access... access) {
         java.util.Objects.requireNonNull(arena, "arena");
         if (!arena.scope().equals(memory.scope())) {
             throw new IllegalArgumentException("the segment was not allocated by this arena: pass the arena that owns it");
         }
-        RegisteredBuffer buffer = register(memory, null, access);
+        RegisteredBuffer buffer = register(memory, null, relaxedOrdering, access);
         try {
             // The cleanup runs when the arena closes, before the arena's earlier cleanups (LIFO),
             // among them the free of this memory.
@@ -149,7 +183,7 @@ public final class ProtectionDomain extends Resource {
         return buffer;
     }
 
-    private RegisteredBuffer register(MemorySegment memory, Arena owned, Access... access) {
+    private RegisteredBuffer register(MemorySegment memory, Arena owned, boolean relaxedOrdering, Access... access) {
         if (!memory.isNative()) {
             throw new IllegalArgumentException("a heap segment cannot be registered (the garbage collector moves it):"
                     + " allocate the memory from an Arena, or use ProtectionDomain.allocate");
@@ -179,7 +213,8 @@ public final class ProtectionDomain extends Resource {
             }
             // a device with type-2 windows may share a range of any buffer through one (QueuePair.openWindowAsync)
             int windows = context().typeTwoWindows() > 0 ? verbs_h.IBV_ACCESS_MW_BIND : 0;
-            mr = InlineVerbs.ibv_reg_mr(pd, memory, memory.byteSize(), Access.flags(rights, !readOnly) | windows);
+            int relaxed = relaxedOrdering ? verbs_h.IBV_ACCESS_RELAXED_ORDERING : 0;
+            mr = InlineVerbs.ibv_reg_mr(pd, memory, memory.byteSize(), Access.flags(rights, !readOnly) | windows | relaxed);
             if (mr.address() == 0) {
                 int errno = Native.lastErrno();
                 String hint = regionHint(errno, memory.byteSize(), isSoftRoce(context().name()));

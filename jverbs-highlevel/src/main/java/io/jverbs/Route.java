@@ -8,7 +8,11 @@ package io.jverbs;
  * PFC priority and whether ECN marking applies; the flow label is carried in IPv6 headers only.
  * Set with {@link QueuePairConfig#withRoute} (applied when the queue pair connects) or
  * {@link DatagramQueuePair#destination(DatagramQueuePair.Address, Route)} (applied to the address
- * handle). An immutable value: thread-safe.
+ * handle). A queue pair connected by rdma_cm ({@code io.jverbs.cm.RdmaCm.connect} and the
+ * connections built on it) gets its address vector from rdma_cm instead: there the traffic class
+ * is set as the connection's type of service ({@code rdma_set_option} {@code RDMA_OPTION_ID_TOS}),
+ * which rdma_cm carries into the route it resolves, and the other fields are rdma_cm's. An
+ * immutable value: thread-safe.
  *
  * @param serviceLevel 0..15: the InfiniBand service level (on RoCE the device maps it to a
  *                     priority where it supports that; rxe does not use it)

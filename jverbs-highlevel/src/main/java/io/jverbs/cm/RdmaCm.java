@@ -124,6 +124,13 @@ public final class RdmaCm {
         MemorySegment id = MemorySegment.NULL;
         try (Arena arena = Arena.ofConfined()) {
             id = channel.createId();
+            int tos = qp.config().route().trafficClass();
+            if (tos != 0) { // the connection's type of service: rdma_cm puts it in the route it resolves
+                MemorySegment value = arena.allocate(ValueLayout.JAVA_BYTE);
+                value.set(ValueLayout.JAVA_BYTE, 0, (byte) tos);
+                check("rdma_set_option(RDMA_OPTION_ID_TOS)", rdma_cma_h.rdma_set_option(id, rdma_cma_h.RDMA_OPTION_ID,
+                        rdma_cma_h.RDMA_OPTION_ID_TOS, value, 1));
+            }
             resolveRoute(channel, id, arena, host, port, deadline, Core.contextName(qp.config().sendQueue()));
             moveTo(id, qp, verbs_h.IBV_QPS_INIT);
             MemorySegment param = connParam(arena, qp, privateData);

@@ -140,6 +140,9 @@ final class BwLoop implements CompletionHandler {
         tcompleted = withTimestamps && !timed ? new long[total] : null;
         bins = c.plot() != null ? new long[120_000] : null;
         deadline = new Deadline(c.completionNs());
+        double pps = c.extras().packetsPerSecond(size);
+        burst = c.extras().burstSize() > 0 ? c.extras().burstSize() : c.tx();
+        rateGapNs = pps > 0 ? (long) (burst * 1e9 / pps) : 0;
         cq.poll(this, 1); // nothing is posted yet: links the polling path before the clock starts
     }
 
@@ -151,6 +154,33 @@ final class BwLoop implements CompletionHandler {
     }
 
     private final Deadline deadline;
+    /** --rate_limit_type SW: messages per burst, and the least time from one burst's start to the next's (0: no limit). */
+    private final int burst;
+    private final long rateGapNs;
+    private long burstStart = Long.MIN_VALUE / 2;
+    private int burstLeft;
+
+    /**
+     * The software rate limiter (C's): whether one more message may go now. A burst of
+     * {@code burst} messages opens at most every {@code rateGapNs}; when the current one is spent
+     * and the next may not open yet, the caller polls completions meanwhile.
+     */
+    private boolean rateAllows() {
+        if (rateGapNs <= 0) {
+            return true;
+        }
+        if (burstLeft > 0) {
+            burstLeft--;
+            return true;
+        }
+        long now = System.nanoTime();
+        if (now - burstStart < rateGapNs) {
+            return false;
+        }
+        burstStart = now;
+        burstLeft = burst - 1;
+        return true;
+    }
 
     /** Posts the first receives (before the peer may send). */
     void prepostReceives() {
@@ -261,7 +291,7 @@ final class BwLoop implements CompletionHandler {
             QueuePair qp = uds == null ? qps[q] : null; // -c UD: the datagram queue pair sends (every send signaled)
             long src = s.sourceOffset(q);
             // C's condition (scnt - ccnt < tx_depth) before the clock: a full queue costs no clock read
-            while (posted[q] < target && posted[q] - completedSeq[q] < tx) {
+            while (posted[q] < target && posted[q] - completedSeq[q] < tx && rateAllows()) {
                 long seq = posted[q] + 1;
                 long off = inc == 0 ? 0 : ((seq - 1) % steps) * inc;
                 boolean signaled = seq % cqMod == 0 || seq == target;

@@ -56,6 +56,11 @@ final class BwRun extends Run {
             settleJit(send || c.bidirectional());
             BwLoop loop = new BwLoop(c, s, size, sender, receiver, sender && !c.noPeak());
             beforeRun(loop, send, receiver);
+            if (c.extras().performWarmUp() && sender && !send) {
+                // C's --perform_warm_up (write, read, atomics): one send queue's depth of operations on
+                // each queue pair, drained, before the measured loop
+                new BwLoop(c, s, size, true, false, false, false, c.tx() / c.postList() * c.postList()).run();
+            }
             measure(loop::run);
             if (c.bidirectional() && c.sizeCount() > 1 && !send) {
                 sync("the sync after the run");
@@ -66,10 +71,14 @@ final class BwRun extends Run {
                     report.bwRow(mineResult);
                     outputs.bw(mineResult);
                 } else {
-                    BwLoop.BwResult sum = mineResult.plus(exchangeReport(mineResult));
+                    BwLoop.BwResult theirs = exchangeReport(mineResult);
+                    BwLoop.BwResult sum = mineResult.plus(theirs);
                     report.bwRow(sum);
                     outputs.bw(sum);
                     last = sum;
+                    if (c.extras().reportBoth() && c.sizeCount() == 1) {
+                        report.bothSides(mineResult, theirs);
+                    }
                 }
             } else {
                 report.bwRow(mineResult);

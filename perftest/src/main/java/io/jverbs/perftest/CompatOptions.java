@@ -43,23 +43,21 @@ final class CompatOptions {
     private static final String NO_ACCEL = "needs GPU memory (CUDA, ROCm, dma-buf): jverbs-perftest registers host memory";
     private static final String NO_CRYPTO = "needs the memory encryption offload of mlx5 devices, which jverbs does not drive";
     private static final String NO_DC = "needs mlx5's DC transport, which jverbs does not make (-c DC is refused too)";
-    private static final String NO_RATE = "the rate limiter is not implemented in jverbs-perftest";
 
     /** Every C option that is not a field of {@link PerftestCommand}, in C's {@code long_options} order. */
     static final List<Accepted> ALL = List.of(
             valueDone("the service level of the queue pairs' address vector (0..15; not with -R, whose"
                     + " address vector rdma_cm makes)", "-S", "--sl"),
-            valueRefused(2, "sets rdma_cm's type of service, with -R only (without -R C refuses it: TOS only valid for"
-                    + " rdma_cm based QP and RawEth QP); jverbs' rdma_cm path does not set it: use --tclass, the same"
-                    + " traffic class in the address vector", "-T", "--tos"),
+            valueDone("with -R, the rdma_cm connections' type of service (rdma_set_option TOS), 0..255; without"
+                    + " -R refused as C refuses it (TOS only valid for rdma_cm based QP and RawEth QP)", "-T", "--tos"),
             valueDone("64 only, as C: the RDMA tools' hop limit is not set from it (C: Hop limit only valid for"
                     + " RawEth QP)", "-L", "--hop_limit"),
             valueRefused(2, "UD multicast is not implemented in jverbs-perftest", "-M", "--MGID"),
             flagRefused(2, "UD multicast is not implemented in jverbs-perftest", "-g", "--mcg"),
-            valueRefused(2, "completion vectors are not chosen by jverbs-perftest (its completion queues use vector 0)",
+            valueDone("with -e (not on write tests), the completion vector of the completion queue, as C",
                     "-X", "--vector"),
-            flagRefused(2, "the handshake goes over TCP, or over rdma_cm with -R; an rdma_cm handshake for verbs"
-                    + " queue pairs is not implemented", "-z", "--comm_rdma_cm"),
+            flagDone("the handshake goes over an rdma_cm connection (as -R's), the test's queue pairs connected by"
+                    + " their records, as C", "-z", "--comm_rdma_cm"),
             flagDone("latency tests: the latencies in CPU cycles (microseconds times the CPU's MHz from"
                     + " /proc/cpuinfo; the header still says usec, as C's)", "-C", "--report-cycles"),
             flagRefused(2, "jverbs-perftest runs on one port (-i); a second port's queue pairs are not made",
@@ -86,19 +84,25 @@ final class CompatOptions {
             valueRefused(2, NO_RAW, "--remote_port"),
             valueRefused(2, NO_RAW, "--local_port"),
             flagRefused(2, "shared receive queues are not implemented in jverbs-perftest", "--use-srq"),
-            flagRefused(2, "the separate local and remote tables of -b are not implemented", "--report-both"),
+            flagDone("with -b, this side's and the peer's tables after the summed row, as C (C prints them for"
+                    + " one size, not under -a or --run_infinitely)", "--report-both"),
             flagRefused(2, "swapping the sender and the receiver is not implemented", "--reversed"),
             valueRefused(2, "P_Key indexes other than 0 are not implemented in jverbs-perftest", "--pkey_index"),
             flagRefused(2, NO_RAW, "--tcp"),
-            valueRefused(2, NO_RATE, "--burst_size"),
+            valueDone("with --rate_limit_type SW, messages per burst (default: the send queue's depth, with C's"
+                    + " note)", "--burst_size"),
             valueRefused(2, "packet pacing is for raw Ethernet only (C refuses it in the RDMA tools too)",
                     "--typical_pkt_size"),
-            valueRefused(2, NO_RATE, "--rate_limit"),
-            valueRefused(2, NO_RATE, "--rate_limit_type"),
-            valueRefused(2, NO_RATE, "--rate_units"),
+            valueDone("the rate of the software limiter (--rate_limit_type SW: bursts of --burst_size opened no"
+                    + " faster than the rate allows); the hardware limiter, C's default type, is refused", "--rate_limit"),
+            valueDone("SW: paced by jverbs-perftest, as C's software limiter (BW tests, not atomics or"
+                    + " bidirectional send, as C); HW: refused (not implemented); PP: refused as C refuses it",
+                    "--rate_limit_type"),
+            valueDone("M (MiB/s), g (Gbit/s, the default) or p (messages a second), as C", "--rate_units"),
             valueDone("bandwidth, message_rate (BW tests) or latency (latency tests): only that number, as C"
                     + " prints it", "--output"),
-            flagRefused(2, "CPU utilization is not measured by jverbs-perftest", "--cpu_util"),
+            flagDone("with -D, the system's CPU utilization over the measured window (/proc/stat's user and idle,"
+                    + " as C) in a CPU_Util[%] column; without -D C's warning, and no column", "--cpu_util"),
             valueDone("latency tests: waits this many microseconds before each post (the samples include it, as"
                     + " C's)", "--latency_gap"),
             valueDone("the flow label of the queue pairs' address vector; a comma-separated list is dealt to the"
@@ -113,8 +117,9 @@ final class CompatOptions {
             valueRefused(2, NO_ACCEL, "--use_cuda_bus_id"),
             flagRefused(2, NO_ACCEL, "--use_cuda_dmabuf"),
             valueRefused(2, NO_ACCEL, "--use_rocm"),
-            valueRefused(2, "buffers in a mapped file are not implemented in jverbs-perftest", "--mmap"),
-            valueRefused(2, "buffers in a mapped file are not implemented in jverbs-perftest", "--mmap-offset"),
+            valueDone("the buffer is the file, mapped shared and registered (the run's fill writes into it), as"
+                    + " C; it must exist, and grows when shorter", "--mmap"),
+            valueDone("with --mmap, where the mapping starts: a multiple of the page size, as C", "--mmap-offset"),
             flagDone("without -x, prefers a GID that is not IPv4-mapped (an IPv6 GID)", "--ipv6"),
             flagRefused(2, NO_RAW, "--raw_ipv6"),
             flagRefused(2, "needs -O (dual port), which jverbs-perftest does not run", "--report-per-port"),
@@ -132,8 +137,8 @@ final class CompatOptions {
             valueRefused(2, NO_RAW, "--flows"),
             valueRefused(2, NO_RAW, "--flows_burst"),
             valueRefused(2, NO_RAW, "--reply_every"),
-            flagRefused(2, "C's warm-up batch on the test's queue pairs is not made (jverbs-perftest warms its"
-                    + " post/poll path up on a loopback pair unless --no_warmup)", "--perform_warm_up"),
+            flagDone("write, read and atomic BW: one send queue's depth of operations on each queue pair, drained,"
+                    + " before the measured loop, as C (no effect in send and latency tests, as C)", "--perform_warm_up"),
             flagRefused(2, NO_RAW, "--vlan_en"),
             valueRefused(2, NO_RAW, "--vlan_pcp"),
             valueRefused(2, "receives are posted one at a time in jverbs-perftest", "--recv_post_list"),
@@ -147,8 +152,8 @@ final class CompatOptions {
             valueRefused(2, NO_CRYPTO, "--data_enc_key_app_path"),
             valueRefused(2, NO_DC, "--log_dci_streams"),
             valueRefused(2, NO_DC, "--log_active_dci_streams"),
-            flagRefused(2, "jverbs registers memory without relaxed ordering (the header says PCIe relax order: OFF)",
-                    "--disable_pcie_relaxed"),
+            flagDone("registers the buffer without relaxed ordering (by default it asks for it, as C; the header"
+                    + " says PCIe relax order: ON or OFF)", "--disable_pcie_relaxed"),
             flagRefused(2, "needs out-of-order data placement (mlx5), which jverbs does not set", "--use_ooo"),
             valueRefused(2, NO_RAW + " (perftest 4.5's -j/--source_ip is its raw Ethernet source IP)", "-j",
                     "--source_ip"),

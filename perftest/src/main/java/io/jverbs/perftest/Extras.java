@@ -19,17 +19,42 @@ import java.util.List;
  * @param flowLabels      --flow_label: the flow labels, dealt to the queue pairs in turn
  * @param retryCount      --retry_count: the queue pairs' retry count
  * @param forceLink       --force-link: {@code IB} or {@code Ethernet}, the link layer the port must have; null: any
+ * @param cpuUtil         --cpu_util with -D: the CPU_Util[%] column
+ * @param reportBoth      --report-both: under -b, the local and remote tables after the summed row
+ * @param performWarmUp   --perform_warm_up: a send queue's depth of operations per queue pair before the measured loop
+ * @param vector          -X: the completion vector of the completion queue (with -e)
+ * @param rateLimit       --rate_limit with --rate_limit_type SW: the rate in {@code rateUnits}; 0: no limit
+ * @param rateUnits       --rate_units: {@code M} (MiB/s), {@code g} (Gbit/s) or {@code p} (messages/s)
+ * @param burstSize       --burst_size: messages per burst (0: the send queue depth, as C)
+ * @param mmapFile        --mmap: the file whose mapping is the buffer; null: memory of its own
+ * @param mmapOffset      --mmap-offset: where in the file the mapping starts
+ * @param commRdmaCm      -z: the handshake over an rdma_cm connection, the test's queue pairs connected by their records
+ * @param relaxedOrdering the buffer registered with relaxed ordering (C's default; --disable_pcie_relaxed: not)
  */
 record Extras(String output, List<String> counters, int waitDestroySec, boolean reportCycles, double latencyGapUs,
               byte[] payload, boolean ipv6, int serviceLevel, int trafficClass, int[] flowLabels, int retryCount,
-              String forceLink) {
+              String forceLink, boolean cpuUtil, boolean reportBoth,
+              boolean performWarmUp, int vector, double rateLimit, char rateUnits, int burstSize,
+              Path mmapFile, long mmapOffset, boolean commRdmaCm, boolean relaxedOrdering) {
     /** None of them given. */
-    static final Extras NONE = new Extras(null, List.of(), 0, false, 0, null, false, 0, 0, new int[] {0}, 7, null);
+    static final Extras NONE = new Extras(null, List.of(), 0, false, 0, null, false, 0, 0, new int[] {0}, 7, null, false, false, false, 0, 0, 'g', 0, null, 0, false, true);
 
     Extras {
         counters = List.copyOf(counters);
         flowLabels = flowLabels.clone();
         payload = payload == null ? null : payload.clone();
+    }
+
+    /** The software rate limiter's messages a second at {@code size} bytes a message (0: no limit), as C converts it. */
+    double packetsPerSecond(int size) {
+        if (rateLimit <= 0) {
+            return 0;
+        }
+        return switch (rateUnits) {
+            case 'M' -> rateLimit * 1_048_576 / size;
+            case 'p' -> rateLimit;
+            default -> rateLimit * 1e9 / 8 / size;
+        };
     }
 
     /** The flow label of queue pair {@code i}. */

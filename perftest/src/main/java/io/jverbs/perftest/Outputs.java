@@ -28,8 +28,10 @@ final class Outputs {
     // costs seconds in an emulated guest).
     private final Map<String, Object> root = new LinkedHashMap<>();
     private final List<Map<String, Object>> results = new ArrayList<>();
+    private final boolean cpuColumn;
 
     Outputs(TestSpec c, Session s, int mtuEnum) {
+        cpuColumn = c.extras().cpuUtil();
         Map<String, Object> info = new LinkedHashMap<>();
         root.put("test_info", info);
         String title = c.verb() == Verb.ATOMIC ? "Atomic_" + (c.cas() ? "CMP_AND_SWAP" : "FETCH_AND_ADD") : c.verb().title;
@@ -43,7 +45,7 @@ final class Outputs {
         info.put("Transport_type", "IB");
         info.put("Connection_type", c.connection());
         info.put("Using_SRQ", "OFF");
-        info.put("PCIe_relax_order", "OFF");
+        info.put("PCIe_relax_order", c.extras().relaxedOrdering() ? "ON" : "OFF");
         info.put("ibv_wr_API", "OFF");
         info.put("TX_depth", c.tx());
         if (c.verb() == Verb.SEND) {
@@ -60,7 +62,7 @@ final class Outputs {
         info.put("Max_inline_data", s.maxInline);
         info.put("Outstand_reads", s.outReads);
         info.put("rdma_cm_QPs", c.rdmaCm() ? "ON" : "OFF");
-        info.put("Data_ex_method", c.rdmaCm() ? "rdma_cm" : "Ethernet");
+        info.put("Data_ex_method", c.rdmaCm() || c.extras().commRdmaCm() ? "rdma_cm" : "Ethernet");
         info.put("bidirectional", c.bidirectional());
         info.put("duration_s", c.durationSec());
         info.put("units", units(c));
@@ -71,6 +73,9 @@ final class Outputs {
         return c.kind() == Kind.LAT ? "usec" : c.reportGbits() ? "Gb/sec" : "MB/sec";
     }
 
+    /** --cpu_util's value for the next result (0 for a result this side did not measure, as C's). */
+    double cpuUtil;
+
     void bw(BwLoop.BwResult r) {
         Map<String, Object> o = new LinkedHashMap<>();
         results.add(o);
@@ -79,6 +84,15 @@ final class Outputs {
         o.put("BW_peak", round(r.peak(), 2));
         o.put("BW_average", round(r.avg(), 2));
         o.put("MsgRate", round(r.msgRate(), 6));
+        cpu(o);
+    }
+
+    /** C's CPU_Util key (percent), where --cpu_util applies. */
+    private void cpu(Map<String, Object> o) {
+        if (cpuColumn) {
+            o.put("CPU_Util", round(cpuUtil, 2));
+        }
+        cpuUtil = 0;
     }
 
     void lat(LatStats st, Histogram h) {
@@ -103,6 +117,7 @@ final class Outputs {
         o.put("n_iterations", iters);
         o.put("t_avg", round(avg, 2));
         o.put("tps_average", round(tps, 2));
+        cpu(o);
         hdr(o, h);
     }
 

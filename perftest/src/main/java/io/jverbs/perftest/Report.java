@@ -18,6 +18,8 @@ final class Report {
     private final double cyclesPerUsec;
     /** -W: the sysfs counters printed after each row, or null. */
     SysfsCounters counters;
+    /** --cpu_util's value for the next row (0.00 for a row this side did not measure, as C's). */
+    double cpuUtil;
 
     /**
      * A report of one test.
@@ -53,6 +55,18 @@ final class Report {
         return cyclesPerUsec > 0 ? usec * cyclesPerUsec : usec;
     }
 
+    /** C's {@code CPU_Util[%]} header column, where --cpu_util applies. */
+    private String cpuHead() {
+        return c.extras().cpuUtil() ? "    CPU_Util[%]" : "";
+    }
+
+    /** C's {@code CPU_Util[%]} row column (then the value is spent). */
+    private String cpuCell() {
+        String cell = c.extras().cpuUtil() ? String.format(Locale.ROOT, "\t    %-3.2f", cpuUtil) : "";
+        cpuUtil = 0;
+        return cell;
+    }
+
     private void afterRow() {
         if (counters != null) {
             counters.print(out);
@@ -86,12 +100,12 @@ final class Report {
                 + "BW " : "Latency ";
         out.println("                    " + title + " " + kind + "Test");
         if (c.events()) {
-            out.println(" Test with events. Using " + s.context.name() + "_comp0"); // C's completion vector (EQ) 0
+            out.println(" Test with events. Using " + s.context.name() + "_comp" + c.extras().vector()); // C's completion vector
         }
         p(" Dual-port       : %s\t\tDevice         : %s\n", "OFF", s.context.name());
         p(" Number of qps   : %d\t\tTransport type : %s\n", s.count(), "IB");
         p(" Connection type : %s\t\tUsing SRQ      : %s\n", c.connection(), "OFF");
-        p(" PCIe relax order: %s\n", "OFF");
+        p(" PCIe relax order: %s\n", c.extras().relaxedOrdering() ? "ON" : "OFF");
         p(" ibv_wr* API     : %s\n", "OFF");
         if (!c.isServer() || c.bidirectional()) {
             p(" TX depth        : %d\n", c.tx());
@@ -116,7 +130,7 @@ final class Report {
             p(" Outstand reads  : %d\n", s.outReads);
         }
         p(" rdma_cm QPs\t : %s\n", c.rdmaCm() ? "ON" : "OFF");
-        p(" Data ex. method : %s\n", c.rdmaCm() ? "rdma_cm" : "Ethernet");
+        p(" Data ex. method : %s\n", c.rdmaCm() || c.extras().commRdmaCm() ? "rdma_cm" : "Ethernet");
         out.println(LINE);
         out.flush();
     }
@@ -167,9 +181,9 @@ final class Report {
         if (!full()) {
             return;
         }
-        out.println(c.reportGbits()
+        out.println((c.reportGbits()
                 ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
-                : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]");
+                : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]") + cpuHead());
         out.flush();
     }
 
@@ -180,13 +194,30 @@ final class Report {
             return;
         }
         if (c.reportGbits() && r.avg() < 0.1) {
-            p(" %-7d    %d           %-7.6f            %-7.6f            %-7.6f\n", r.size(), r.iters(), r.peak(), r.avg(),
-                    r.msgRate());
+            p(" %-7d    %d           %-7.6f            %-7.6f            %-7.6f%s\n", r.size(), r.iters(), r.peak(),
+                    r.avg(), r.msgRate(), cpuCell());
         } else {
-            p(" %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f\n", r.size(), r.iters(), r.peak(), r.avg(),
-                    r.msgRate());
+            p(" %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f%s\n", r.size(), r.iters(), r.peak(), r.avg(),
+                    r.msgRate(), cpuCell());
         }
         afterRow();
+    }
+
+    /**
+     * C's {@code --report-both} under {@code -b}: after the summed row, this side's and the
+     * peer's tables, each under its title (not held back by --output, as C's; the rows follow it).
+     */
+    void bothSides(BwLoop.BwResult local, BwLoop.BwResult remote) {
+        String head = (c.reportGbits()
+                ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
+                : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]") + cpuHead();
+        for (int i = 0; i < 2; i++) {
+            out.println(LINE);
+            out.print(i == 0 ? "\n Local results: \n" : "\n Remote results: \n");
+            out.println(LINE);
+            out.println(head);
+            bwRow(i == 0 ? local : remote);
+        }
     }
 
     void latHead() {
@@ -194,7 +225,7 @@ final class Report {
             return;
         }
         out.println(c.duration()
-                ? " #bytes        #iterations       t_avg[usec]    tps average"
+                ? " #bytes        #iterations       t_avg[usec]    tps average" + cpuHead()
                 : " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99"
                   + "% percentile[usec]   99.9% percentile[usec] ");
         out.flush();
@@ -236,7 +267,7 @@ final class Report {
             afterRow();
             return;
         }
-        p(" %-7d       %d            %-7.2f        %-7.2f\n", size, iters, avgUsec, tps); // -C does not apply, as C's
+        p(" %-7d       %d            %-7.2f        %-7.2f%s\n", size, iters, avgUsec, tps, cpuCell()); // -C does not apply, as C's
         afterRow();
     }
 

@@ -93,7 +93,7 @@ abstract sealed class Run permits BwRun, LatRun {
                 early = c.noWarmup() ? null : new Warmup.WhileWaiting(c, s, streams.out());
                 report.waiting();
                 try {
-                    oob = c.rdmaCm() ? CmOob.serve(s, c.tcpPort(), c.connectMs(), c.handshakeMs())
+                    oob = c.rdmaCm() || c.extras().commRdmaCm() ? CmOob.serve(s, c.tcpPort(), c.connectMs(), c.handshakeMs())
                                    : TcpOob.serve(c.tcpPort(), c.connectMs(), c.handshakeMs());
                 } finally {
                     if (early != null) {
@@ -103,7 +103,8 @@ abstract sealed class Run permits BwRun, LatRun {
             } else {
                 // before the server is contacted: it waits for its client without limit
                 warmup = c.noWarmup() ? null : Warmup.run(c, s);
-                oob = c.rdmaCm() ? CmOob.connect(s, c.host(), c.tcpPort(), c.connectMs(), c.handshakeMs())
+                oob = c.rdmaCm() || c.extras().commRdmaCm()
+                        ? CmOob.connect(s, c.host(), c.tcpPort(), c.connectMs(), c.handshakeMs())
                                : TcpOob.connect(c.host(), c.tcpPort(), c.connectMs(), c.handshakeMs());
             }
             try {
@@ -182,7 +183,8 @@ abstract sealed class Run permits BwRun, LatRun {
         TestSpec.DatagramFit fit = c.fitDatagramSize(128 << mtu);
         c = fit.spec();
         if (fit.note() != null) {
-            streams.out().println(fit.note());
+            streams.err().println(fit.note()); // on stderr, as C's
+            streams.err().flush();
         }
     }
 
@@ -219,7 +221,8 @@ abstract sealed class Run permits BwRun, LatRun {
      * the server within that bound (10 s by default), not 600 s.
      */
     void awaitClientsEndOfRun() {
-        java.util.function.LongSupplier activity = counters != null && !c.rdmaCm() ? counters.activity() : null;
+        java.util.function.LongSupplier activity = counters != null && !c.rdmaCm() && !c.extras().commRdmaCm()
+                ? counters.activity() : null;
         oob.watch(activity, Math.max(1, c.completionNs() / 1_000_000));
         try {
             sync("the client's end of run", c.runMs());
@@ -441,9 +444,16 @@ abstract sealed class Run permits BwRun, LatRun {
         MeasuredLoopEvent event = new MeasuredLoopEvent();
         event.begin();
         long jitBefore = JIT_TIMED ? JIT.getTotalCompilationTime() : 0;
+        CpuUtil cpu = c.extras().cpuUtil() ? CpuUtil.window(c.durationSec(), c.marginSec()) : null;
         long before = THREADS.getCurrentThreadAllocatedBytes();
         loop.run();
         long after = THREADS.getCurrentThreadAllocatedBytes();
+        if (cpu != null) {
+            report.cpuUtil = cpu.percent();
+            if (outputs != null) {
+                outputs.cpuUtil = report.cpuUtil;
+            }
+        }
         long jitAfter = JIT_TIMED ? JIT.getTotalCompilationTime() : 0;
         event.end();
         allocated = Math.max(allocated, 0) + (after - before);

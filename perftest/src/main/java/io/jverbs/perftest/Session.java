@@ -62,6 +62,7 @@ final class Session implements AutoCloseable {
      */
     Session(TestSpec c, Streams streams) {
         this.c = c;
+        this.streams = streams;
         this.twin = false;
         String name = c.device();
         if (name == null) {
@@ -148,7 +149,11 @@ final class Session implements AutoCloseable {
         // what each queue pair can have outstanding on it: its send and receive depths (a datagram
         // queue pair has the larger of the two for both)
         int perQp = c.ud() ? 2 * Math.max(c.tx(), c.rx()) : c.tx() + (c.verb() == Verb.SEND ? c.rx() : 1);
-        return c.events() ? context.createCompletionQueueWithEvents(perQp * queuePairs)
+        if (c.events() && c.extras().vector() >= context.completionVectors()) {
+            throw new PerftestException(" Completion vector specified is invalid (" + context.name() + " has "
+                    + context.completionVectors() + ")");
+        }
+        return c.events() ? context.createCompletionQueueWithEvents(perQp * queuePairs, c.extras().vector())
                 : confined && !c.ud() ? context.createConfinedCompletionQueue(perQp * queuePairs)
                 : context.createCompletionQueue(perQp * queuePairs);
     }
@@ -201,6 +206,7 @@ final class Session implements AutoCloseable {
      */
     private Session(Session base, long slot, boolean confined) {
         this.c = base.c;
+        this.streams = null;
         this.twin = true;
         this.context = base.context;
         this.port = base.port;
@@ -280,7 +286,11 @@ final class Session implements AutoCloseable {
                 case ATOMIC -> Access.REMOTE_ATOMIC;
                 case SEND -> Access.REMOTE_WRITE;
             };
-            buffer = pd.allocate(2 * c.qps() * slot, access);
+            if (c.extras().mmapFile() != null) {
+                buffer = mapped(c.extras().mmapFile(), c.extras().mmapOffset(), 2 * c.qps() * slot, access);
+            } else {
+                buffer = pd.allocate(2 * c.qps() * slot, c.extras().relaxedOrdering(), access);
+            }
             memory = buffer.segment();
             byte[] payload = c.extras().payload();
             if (payload != null && (c.kind() == Kind.BW || c.verb() != Verb.WRITE)) {
@@ -301,6 +311,38 @@ final class Session implements AutoCloseable {
         } catch (VerbsException e) {
             throw new PerftestException(e.getMessage(), e);
         }
+    }
+
+    /** Where C's notes go (null: nowhere, a warm-up twin's). */
+    private final Streams streams;
+    /** --mmap's mapping: unmapped once the context (and with it the registration) is closed. */
+    private java.lang.foreign.Arena mapArena;
+
+    /**
+     * --mmap: the buffer is {@code bytes} of {@code file} from {@code offset}, mapped shared and
+     * registered, as C's (the run's fill writes into the file, as C's does). The file must exist;
+     * it grows when shorter (C's mapping would fault beyond its end instead).
+     */
+    private RegisteredBuffer mapped(java.nio.file.Path file, long offset, long bytes, Access access) {
+        if (offset % 4096 != 0) {
+            throw new PerftestException("Unable to mmap '" + file + "': Invalid argument (--mmap-offset " + offset
+                    + " is not a multiple of the page size)");
+        }
+        java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
+        MemorySegment segment;
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file,
+                java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
+            segment = ch.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, offset, bytes, arena);
+        } catch (java.io.IOException | RuntimeException e) {
+            arena.close();
+            throw new PerftestException("Unable to open '" + file + "': " + e);
+        }
+        mapArena = arena;
+        if (streams != null) {
+            streams.out().printf("allocated mmap buffer of size %d at 0x%x%n", bytes, segment.address());
+            streams.out().flush();
+        }
+        return pd.register(arena, segment, c.extras().relaxedOrdering(), access);
     }
 
     /** --ipv6 without -x: the first RoCE v2 GID that is not IPv4-mapped, else what {@link Context#chooseGid} picks. */
@@ -465,6 +507,9 @@ final class Session implements AutoCloseable {
     public void close() {
         if (!twin) {
             context.close();
+            if (mapArena != null) {
+                mapArena.close();
+            }
             return;
         }
         for (QueuePair qp : qps) {

@@ -324,6 +324,14 @@ final class SpecValidator {
         }
         int tclass = intOf(p, "--tclass", 0);
         refuseHere(tclass < 0 || tclass > 255, "--tclass must be 0..255 (the traffic class is 8 bits)");
+        if (CompatOptions.given(p, "-T")) {
+            int tos = intOf(p, "-T", 0);
+            refuse(tos < 0 || tos > 255, "TOS should be between 0 and 255");
+            refuse(!c.rdmaCm, " TOS only valid for rdma_cm based QP and RawEth QP ");
+            refuseHere("UD".equalsIgnoreCase(c.connection), "-T with -c UD: the datagram resolution does not set a type"
+                    + " of service in jverbs-perftest");
+            tclass = tos; // the data connections' queue pairs carry it; rdma_cm sets it as their type of service
+        }
         int[] labels = {0};
         String fl = CompatOptions.value(p, "--flow_label");
         if (fl != null) {
@@ -348,8 +356,72 @@ final class SpecValidator {
                     "Invalid link layer value should be IB or ETHERNET.");
             link = "ib".startsWith(l) ? "IB" : "Ethernet";
         }
+        double[] rate = rateLimiter(p);
+        String mmap = CompatOptions.value(p, "--mmap");
+        long mmapOffset = intOf(p, "--mmap-offset", 0);
+        refuse(mmapOffset < 0, "--mmap-offset must be 0 or more");
+        refuseHere(mmap == null && CompatOptions.given(p, "--mmap-offset"), "--mmap-offset needs --mmap");
+        boolean cpuUtil = CompatOptions.given(p, "--cpu_util");
+        if (cpuUtil && durationSec <= 0) {
+            notes.add(" CPU Utilization works only with Duration mode."); // C's warning; it runs on without the column
+            cpuUtil = false;
+        }
         return new Extras(output, counters, waitDestroy, cycles, gap, payload, CompatOptions.given(p, "--ipv6"), sl,
-                tclass, labels, retry, link);
+                tclass, labels, retry, link, cpuUtil, CompatOptions.given(p, "--report-both"),
+                CompatOptions.given(p, "--perform_warm_up"), vector(p), rate[0], (char) rate[1], (int) rate[2],
+                mmap == null ? null : Path.of(mmap), mmapOffset, CompatOptions.given(p, "-z"),
+                !CompatOptions.given(p, "--disable_pcie_relaxed"));
+    }
+
+    /** The rate limiter's options, checked as C checks them: {rate, units, burst}; rate 0 when off. */
+    private double[] rateLimiter(picocli.CommandLine.ParseResult p) {
+        String rateText = CompatOptions.value(p, "--rate_limit");
+        String type = CompatOptions.value(p, "--rate_limit_type");
+        String units = CompatOptions.value(p, "--rate_units");
+        boolean burstGiven = CompatOptions.given(p, "--burst_size");
+        if (units != null) {
+            refuse(!List.of("M", "g", "p").contains(units), "Invalid rate limit units. Please use M,g or p");
+        }
+        if (type != null) {
+            refuse(!List.of("HW", "SW", "PP").contains(type), "Rate limit type must be HW, SW or PP");
+        }
+        if (rateText == null) {
+            refuse(burstGiven, "Can't enable burst mode when rate limiter is off");
+            refuseHere(type != null || units != null, "--rate_limit_type and --rate_units need --rate_limit");
+            return new double[] {0, 'g', 0};
+        }
+        double rate;
+        try {
+            rate = Double.parseDouble(rateText);
+        } catch (NumberFormatException e) {
+            throw PerftestException.refusedAsC("Rate limit must be non-negative floating point number");
+        }
+        refuse(!(rate > 0) || Double.isInfinite(rate), "Rate limit must be non-negative floating point number");
+        String t = type == null ? "HW" : type; // as C: a rate without a type is the hardware limiter
+        refuse(t.equals("PP"), "Packet Pacing is only supported for Raw Ethernet.");
+        refuseHere(t.equals("HW"), "--rate_limit_type HW (C's default with --rate_limit): the hardware rate limiter is not"
+                + " implemented in jverbs-perftest; --rate_limit_type SW paces the posts in software");
+        refuse(!bw || c.verb == Verb.ATOMIC || (c.verb == Verb.SEND && c.bidirectional),
+                "SW Rate limiter cann't be executed on non-BW, ATOMIC or bidirectional SEND tests");
+        refuseHere(c.postList > 1, "--rate_limit_type SW with -l: the software limiter paces single posts in jverbs-perftest");
+        int burst = burstGiven ? intOf(p, "--burst_size", 0) : 0;
+        refuse(burstGiven && burst < 1, "Burst size must be 1 or more");
+        if (!burstGiven) {
+            notes.add(" Setting burst size to tx depth = " + tx); // C's note on stderr
+        }
+        return new double[] {rate, units == null ? 'g' : units.charAt(0), burst};
+    }
+
+    /** -X, checked as C checks it. */
+    private int vector(picocli.CommandLine.ParseResult p) {
+        if (!CompatOptions.given(p, "-X")) {
+            return 0;
+        }
+        int v = intOf(p, "-X", 0);
+        refuse(c.verb == Verb.WRITE, "Events feature not available on WRITE verb");
+        refuse(v < 0 || v > 2048, "Completion vector must be between 0 and 2048");
+        refuse(!c.events, "Events must be enabled to select a completion vector");
+        return v;
     }
 
     private static int intOf(picocli.CommandLine.ParseResult p, String name, int absent) {

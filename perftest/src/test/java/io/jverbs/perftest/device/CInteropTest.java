@@ -70,6 +70,18 @@ class CInteropTest {
     }
 
     /**
+     * The handshake over rdma_cm ({@code -z}), the test's queue pairs connected by their records:
+     * each side as server and as client against C's; and the queue pairs' packets marked with
+     * {@code --tclass 106} and {@code -S 0}, which C reads the same way.
+     */
+    @ParameterizedTest(name = "{0} -z --tclass 106: {1} server, {2} client")
+    @CsvSource({"write_bw, C, Java", "write_bw, Java, C", "send_lat, C, Java"})
+    void interoperatesWithTheHandshakeOverRdmaCm(String test, String server, String client, TestDevice device)
+            throws Exception {
+        withCalibrationRetries(test, server, device, List.of("-z", "--tclass", "106", "-S", "0"));
+    }
+
+    /**
      * Datagram post lists ({@code send_bw -c UD -l 4}): four datagrams per {@code ibv_post_send}
      * (a DatagramBatch) from the Java client to C's server, and C's lists to the Java server.
      */
@@ -134,7 +146,11 @@ class CInteropTest {
         if (cServer) {
             Perf.CTool cs = Perf.CTool.start(tool, cArgs);
             try {
-                Perf.awaitListening(port, 60_000, null);
+                if (extra.contains("-z")) { // the handshake's listener is an rdma_cm id, not a TCP socket
+                    RdmaCmModeTest.awaitCmListener(port, 60_000, null);
+                } else {
+                    Perf.awaitListening(port, 60_000, null);
+                }
                 java = Perf.run(Perf.concat(javaArgs, Perf.host(device)));
                 c = cs.await();
             } finally {
@@ -142,7 +158,11 @@ class CInteropTest {
             }
         } else {
             CompletableFuture<Perf.Result> js = Perf.start(javaArgs.toArray(String[]::new));
-            Perf.awaitListening(port, 60_000, js);
+            if (extra.contains("-z")) {
+                RdmaCmModeTest.awaitCmListener(port, 60_000, js);
+            } else {
+                Perf.awaitListening(port, 60_000, js);
+            }
             cArgs.add(Perf.host(device));
             Perf.CTool cc = Perf.CTool.start(tool, cArgs);
             try {

@@ -51,8 +51,13 @@ class JavaToJavaTest {
 
     /** The table row of {@link #sizeArgs}' iterations at another message size (UD's is the MTU at most). */
     static Pattern row(String test, String size) {
+        return row(test, size, 1);
+    }
+
+    /** As {@link #row(String, String)} for {@code qps} queue pairs: #iterations counts every one's, as C's. */
+    static Pattern row(String test, String size, int qps) {
         boolean bw = test.endsWith("_bw");
-        return Pattern.compile("(?m)^ " + size + "\\s+" + (bw ? "100" : "50") + "\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d\\d");
+        return Pattern.compile("(?m)^ " + size + "\\s+" + (bw ? 100 : 50) * qps + "\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d\\d");
     }
 
     /** The message size a UD run of {@link #sizeArgs} ends up with on rxe: bandwidth's default becomes the 1024-byte MTU. */
@@ -117,7 +122,8 @@ class JavaToJavaTest {
                     + udSize(test) + " bytes:\n" + side.out());
         }
         if (test.equals("send_bw")) {
-            assertTrue(r[1].out().contains("Max msg size in UD is MTU 1024"), r[1].out());
+            assertTrue(r[1].err().contains("Max msg size in UD is MTU 1024"), "C's note, on stderr as C's: " + r[1].err());
+            assertFalse(r[1].out().contains("Max msg size"), r[1].out());
         }
     }
 
@@ -145,6 +151,19 @@ class JavaToJavaTest {
         assertTrue(s.all().contains("--completion_timeout"), "the server names its completion timeout:\n" + s.all());
         assertTrue(s.all().contains("messages received"), "and how many messages it got:\n" + s.all());
         assertTrue(client.millis() < 60_000, "the client ended in " + client.millis() + " ms:\n" + client.all());
+    }
+
+    /** --rate_limit_type SW: 2,000 writes of 4 KiB at 8 MiB/s take a second; the average stays at the rate. */
+    @Test
+    void softwareRateLimiterHoldsTheRate(TestDevice device) throws Exception {
+        Perf.Result[] r = pair(device, "write_bw", List.of("-n", "2000", "--rate_limit", "8", "--rate_units", "M",
+                "--rate_limit_type", "SW", "--burst_size", "16"));
+        Matcher m = Pattern.compile("(?m)^ 4096\\s+2000\\s+\\d+\\.\\d\\d\\s+(\\d+\\.\\d\\d)").matcher(r[1].out());
+        assertTrue(m.find(), "the client's row:\n" + r[1].out() + r[1].err());
+        double avg = Double.parseDouble(m.group(1));
+        System.out.println("perftest --rate_limit 8 --rate_units M --rate_limit_type SW on " + device.name() + ": "
+                + avg + " MiB/s");
+        assertTrue(avg <= 8 * 1.1 && avg >= 8 * 0.5, "the average " + avg + " MiB/s keeps to the 8 MiB/s limit");
     }
 
     @Test

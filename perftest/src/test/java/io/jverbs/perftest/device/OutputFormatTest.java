@@ -126,6 +126,62 @@ class OutputFormatTest {
         }
     }
 
+    /** {@code --cpu_util} with {@code -D}: C's CPU_Util[%] column, printed by a C client and a Java client alike. */
+    @Test
+    void cpuUtilColumnAsC(TestDevice device) throws Exception {
+        Pattern row = Pattern.compile("(?m)^ 4096\\s+\\d+\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d{6}\\t    (\\d+\\.\\d\\d)");
+        for (boolean javaClient : new boolean[] {true, false}) {
+            int port = Perf.freePort();
+            List<String> args = new java.util.ArrayList<>(Perf.deviceArgs(device));
+            args.addAll(List.of("-s", "4096", "-D", "4", "--cpu_util", "-p", Integer.toString(port)));
+            List<String> javaArgs = new java.util.ArrayList<>(List.of("write_bw"));
+            javaArgs.addAll(args);
+            List<String> cArgs = new java.util.ArrayList<>(args);
+            cArgs.add("-F");
+            String client;
+            String all;
+            if (javaClient) {
+                Perf.CTool cs = Perf.CTool.start("ib_write_bw", cArgs);
+                try {
+                    Perf.awaitListening(port, 60_000, null);
+                    Perf.Result j = Perf.run(Perf.concat(javaArgs, Perf.host(device)));
+                    Perf.Result c = cs.await();
+                    client = j.out();
+                    all = "--- Java client:\n" + j.all() + "\n--- C server:\n" + c.out();
+                    assertEquals(0, j.exit(), all);
+                } finally {
+                    cs.kill();
+                }
+            } else {
+                java.util.concurrent.CompletableFuture<Perf.Result> js = Perf.start(javaArgs.toArray(String[]::new));
+                Perf.awaitListening(port, 60_000, js);
+                cArgs.add(Perf.host(device));
+                Perf.CTool cc = Perf.CTool.start("ib_write_bw", cArgs);
+                Perf.Result c;
+                try {
+                    c = cc.await();
+                } finally {
+                    cc.kill();
+                }
+                Perf.Result j = Perf.await(js);
+                client = c.out();
+                all = "--- C client:\n" + c.out() + "\n--- Java server:\n" + j.all();
+                assertEquals(0, j.exit(), all);
+                if (Perf.clockCalibrationFailed(c.out())) {
+                    System.out.println("C's clock calibration failed under emulation; its row is not judged: " + all);
+                    continue;
+                }
+            }
+            assertTrue(client.contains("MsgRate[Mpps]    CPU_Util[%]"), "the header has C's column: " + all);
+            Matcher m = row.matcher(client);
+            assertTrue(m.find(), "the row ends with the CPU utilization: " + all);
+            double util = Double.parseDouble(m.group(1));
+            assertTrue(util > 0 && util <= 100, "a busy-polling client shows CPU use: " + util + "\n" + all);
+            System.out.println("perftest --cpu_util on " + device.name() + ": " + (javaClient ? "Java" : "C")
+                    + " client printed CPU_Util " + util + " %");
+        }
+    }
+
     @Test
     void rxDepthWhereCPrintsIt(TestDevice device) throws Exception {
         Perf.Result[] r = JavaToJavaTest.pair(device, "send_lat", List.of());

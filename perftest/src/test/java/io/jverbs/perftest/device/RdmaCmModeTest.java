@@ -54,7 +54,10 @@ class RdmaCmModeTest {
     }
 
     private static java.util.regex.Pattern row(String test, List<String> extra) {
-        return extra.contains("UD") ? JavaToJavaTest.row(test, JavaToJavaTest.udSize(test)) : JavaToJavaTest.row(test);
+        int q = extra.indexOf("-q");
+        int qps = q >= 0 ? Integer.parseInt(extra.get(q + 1)) : 1;
+        return JavaToJavaTest.row(test, extra.contains("UD") ? JavaToJavaTest.udSize(test)
+                : test.startsWith("atomic") ? "8" : test.endsWith("_bw") ? "4096" : "2", qps);
     }
 
     /**
