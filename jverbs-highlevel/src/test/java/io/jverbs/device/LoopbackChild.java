@@ -39,20 +39,25 @@ final class LoopbackChild {
         int status = 0;
         try (Loopback lb = new Loopback(device, 4096)) {
             System.out.println(prefix + "-ready on " + device.name());
-            try {
-                System.out.println(prefix + "-ok: " + name + ": " + c.commit(lb, device));
-            } catch (Unchecked u) {
-                System.out.println(prefix + "-unchecked: " + name + ": " + u.getMessage());
-                status = 1;
-            } catch (Throwable t) {
-                System.out.println(prefix + "-failed: " + name + ": " + t);
-                t.printStackTrace(System.out);
-                status = 1;
-            }
+            status = commit(prefix, name, c, lb, device);
         }
         System.out.println(prefix + "-done");
         System.out.flush();
         System.exit(status);
+    }
+
+    /** Commits one case and prints its verdict line; returns 0 for ok, 1 otherwise. */
+    private static int commit(String prefix, String name, Case c, Loopback lb, TestDevice device) {
+        try {
+            System.out.println(prefix + "-ok: " + name + ": " + c.commit(lb, device));
+            return 0;
+        } catch (Unchecked u) {
+            System.out.println(prefix + "-unchecked: " + name + ": " + u.getMessage());
+        } catch (Throwable t) {
+            System.out.println(prefix + "-failed: " + name + ": " + t);
+            t.printStackTrace(System.out);
+        }
+        return 1;
     }
 
     /**
@@ -75,11 +80,8 @@ final class LoopbackChild {
             }
             try (Loopback lb = new Loopback(device, 4096)) {
                 System.out.println(prefix + "-ready on " + device.name());
-                System.out.println(prefix + "-ok: " + name + ": " + c.commit(lb, device));
-            } catch (Unchecked u) {
-                System.out.println(prefix + "-unchecked: " + name + ": " + u.getMessage());
-                status = 1;
-            } catch (Throwable t) {
+                status |= commit(prefix, name, c, lb, device);
+            } catch (Throwable t) { // the loopback itself failed
                 System.out.println(prefix + "-failed: " + name + ": " + t);
                 t.printStackTrace(System.out);
                 status = 1;

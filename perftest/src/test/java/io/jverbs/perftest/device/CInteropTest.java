@@ -131,47 +131,13 @@ class CInteropTest {
     }
 
     private void once(String test, boolean cServer, TestDevice device, List<String> extra) throws Exception {
-        int port = Perf.freePort();
         List<String> args = new ArrayList<>(Perf.deviceArgs(device));
         args.addAll(JavaToJavaTest.sizeArgs(test, extra.contains("UD")));
         args.addAll(extra);
-        args.addAll(List.of("-p", Integer.toString(port)));
-        List<String> cArgs = new ArrayList<>(args);
-        cArgs.add("-F");
         String tool = "ib_" + test;
-        List<String> javaArgs = new ArrayList<>(List.of(test));
-        javaArgs.addAll(args);
-        Perf.Result java;
-        Perf.Result c;
-        if (cServer) {
-            Perf.CTool cs = Perf.CTool.start(tool, cArgs);
-            try {
-                if (extra.contains("-z")) { // the handshake's listener is an rdma_cm id, not a TCP socket
-                    RdmaCmModeTest.awaitCmListener(port, 60_000, null);
-                } else {
-                    Perf.awaitListening(port, 60_000, null);
-                }
-                java = Perf.run(Perf.concat(javaArgs, Perf.host(device)));
-                c = cs.await();
-            } finally {
-                cs.kill();
-            }
-        } else {
-            CompletableFuture<Perf.Result> js = Perf.start(javaArgs.toArray(String[]::new));
-            if (extra.contains("-z")) {
-                RdmaCmModeTest.awaitCmListener(port, 60_000, js);
-            } else {
-                Perf.awaitListening(port, 60_000, js);
-            }
-            cArgs.add(Perf.host(device));
-            Perf.CTool cc = Perf.CTool.start(tool, cArgs);
-            try {
-                c = cc.await();
-            } finally {
-                cc.kill();
-            }
-            java = Perf.await(js);
-        }
+        Perf.Versus v = Perf.versusC(test, args, List.of(), cServer, device);
+        Perf.Result java = v.java();
+        Perf.Result c = v.c();
         String both = "\n--- C (" + tool + "):\n" + c.out() + "\n--- Java:\n" + java.all();
         if (Perf.clockCalibrationFailed(c.out())) {
             throw new CalibrationFailed(tool + both);

@@ -78,37 +78,11 @@ class OutputFormatTest {
     void outputBandwidthPrintsOneNumberAsC(TestDevice device) throws Exception {
         Pattern number = Pattern.compile("\\d+\\.\\d{6}");
         for (boolean cServer : new boolean[] {false, true}) {
-            int port = Perf.freePort();
             List<String> args = new java.util.ArrayList<>(Perf.deviceArgs(device));
-            args.addAll(List.of("-s", "4096", "-n", "200", "--output=bandwidth", "-p", Integer.toString(port)));
-            List<String> javaArgs = new java.util.ArrayList<>(List.of("write_bw"));
-            javaArgs.addAll(args);
-            javaArgs.addAll(List.of("--tclass", "106"));
-            List<String> cArgs = new java.util.ArrayList<>(args);
-            cArgs.add("-F");
-            Perf.Result java;
-            Perf.Result c;
-            if (cServer) {
-                Perf.CTool cs = Perf.CTool.start("ib_write_bw", cArgs);
-                try {
-                    Perf.awaitListening(port, 60_000, null);
-                    java = Perf.run(Perf.concat(javaArgs, Perf.host(device)));
-                    c = cs.await();
-                } finally {
-                    cs.kill();
-                }
-            } else {
-                java.util.concurrent.CompletableFuture<Perf.Result> js = Perf.start(javaArgs.toArray(String[]::new));
-                Perf.awaitListening(port, 60_000, js);
-                cArgs.add(Perf.host(device));
-                Perf.CTool cc = Perf.CTool.start("ib_write_bw", cArgs);
-                try {
-                    c = cc.await();
-                } finally {
-                    cc.kill();
-                }
-                java = Perf.await(js);
-            }
+            args.addAll(List.of("-s", "4096", "-n", "200", "--output=bandwidth"));
+            Perf.Versus v = Perf.versusC("write_bw", args, List.of("--tclass", "106"), cServer, device);
+            Perf.Result java = v.java();
+            Perf.Result c = v.c();
             String both = (cServer ? "C server, Java client" : "Java server, C client") + "\n--- C:\n" + c.out()
                     + "\n--- Java stdout:\n" + java.out() + "\n--- Java stderr:\n" + java.err();
             if (Perf.clockCalibrationFailed(c.out())) {
@@ -131,46 +105,15 @@ class OutputFormatTest {
     void cpuUtilColumnAsC(TestDevice device) throws Exception {
         Pattern row = Pattern.compile("(?m)^ 4096\\s+\\d+\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d\\d\\s+\\d+\\.\\d{6}\\t    (\\d+\\.\\d\\d)");
         for (boolean javaClient : new boolean[] {true, false}) {
-            int port = Perf.freePort();
             List<String> args = new java.util.ArrayList<>(Perf.deviceArgs(device));
-            args.addAll(List.of("-s", "4096", "-D", "4", "--cpu_util", "-p", Integer.toString(port)));
-            List<String> javaArgs = new java.util.ArrayList<>(List.of("write_bw"));
-            javaArgs.addAll(args);
-            List<String> cArgs = new java.util.ArrayList<>(args);
-            cArgs.add("-F");
-            String client;
-            String all;
-            if (javaClient) {
-                Perf.CTool cs = Perf.CTool.start("ib_write_bw", cArgs);
-                try {
-                    Perf.awaitListening(port, 60_000, null);
-                    Perf.Result j = Perf.run(Perf.concat(javaArgs, Perf.host(device)));
-                    Perf.Result c = cs.await();
-                    client = j.out();
-                    all = "--- Java client:\n" + j.all() + "\n--- C server:\n" + c.out();
-                    assertEquals(0, j.exit(), all);
-                } finally {
-                    cs.kill();
-                }
-            } else {
-                java.util.concurrent.CompletableFuture<Perf.Result> js = Perf.start(javaArgs.toArray(String[]::new));
-                Perf.awaitListening(port, 60_000, js);
-                cArgs.add(Perf.host(device));
-                Perf.CTool cc = Perf.CTool.start("ib_write_bw", cArgs);
-                Perf.Result c;
-                try {
-                    c = cc.await();
-                } finally {
-                    cc.kill();
-                }
-                Perf.Result j = Perf.await(js);
-                client = c.out();
-                all = "--- C client:\n" + c.out() + "\n--- Java server:\n" + j.all();
-                assertEquals(0, j.exit(), all);
-                if (Perf.clockCalibrationFailed(c.out())) {
-                    System.out.println("C's clock calibration failed under emulation; its row is not judged: " + all);
-                    continue;
-                }
+            args.addAll(List.of("-s", "4096", "-D", "4", "--cpu_util"));
+            Perf.Versus v = Perf.versusC("write_bw", args, List.of(), javaClient, device);
+            String client = javaClient ? v.java().out() : v.c().out();
+            String all = (javaClient ? "Java client, C server" : "C client, Java server") + v.both("ib_write_bw");
+            assertEquals(0, v.java().exit(), all);
+            if (!javaClient && Perf.clockCalibrationFailed(v.c().out())) {
+                System.out.println("C's clock calibration failed under emulation; its row is not judged: " + all);
+                continue;
             }
             assertTrue(client.contains("MsgRate[Mpps]    CPU_Util[%]"), "the header has C's column: " + all);
             Matcher m = row.matcher(client);

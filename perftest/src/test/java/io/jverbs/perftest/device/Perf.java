@@ -121,6 +121,63 @@ final class Perf {
         throw new AssertionError("nothing listens on port " + port + " after " + timeoutMs + " ms");
     }
 
+    /** A run of jverbs-perftest against a C perftest tool: each side's result. */
+    record Versus(Result java, Result c) {
+        /** Both outputs, for a failure message. */
+        String both(String tool) {
+            return "\n--- C (" + tool + "):\n" + c.out() + "\n--- Java:\n" + java.all();
+        }
+    }
+
+    /**
+     * Runs {@code test} with {@code args} (a free port added) as C's tool ({@code ib_TEST}, with
+     * {@code -F}) on one side and jverbs-perftest (with {@code javaOnly} too) on the other: C as
+     * the server when {@code cServer}, else as the client. The client starts once the server
+     * listens (on TCP, or, under {@code -z} or {@code -R}, as an rdma_cm id).
+     */
+    static Versus versusC(String test, List<String> args, List<String> javaOnly, boolean cServer, TestDevice device)
+            throws Exception {
+        int port = freePort();
+        List<String> common = new ArrayList<>(args);
+        common.addAll(List.of("-p", Integer.toString(port)));
+        List<String> cArgs = new ArrayList<>(common);
+        cArgs.add("-F");
+        List<String> javaArgs = new ArrayList<>(List.of(test));
+        javaArgs.addAll(common);
+        javaArgs.addAll(javaOnly);
+        boolean cm = args.contains("-z") || args.contains("-R");
+        String tool = "ib_" + test;
+        if (cServer) {
+            CTool cs = CTool.start(tool, cArgs);
+            try {
+                awaitServer(port, cm, null);
+                Result java = run(concat(javaArgs, host(device)));
+                return new Versus(java, cs.await());
+            } finally {
+                cs.kill();
+            }
+        }
+        CompletableFuture<Result> js = start(javaArgs.toArray(String[]::new));
+        awaitServer(port, cm, js);
+        cArgs.add(host(device));
+        CTool cc = CTool.start(tool, cArgs);
+        Result c;
+        try {
+            c = cc.await();
+        } finally {
+            cc.kill();
+        }
+        return new Versus(await(js), c);
+    }
+
+    private static void awaitServer(int port, boolean cm, CompletableFuture<?> server) throws Exception {
+        if (cm) {
+            RdmaCmModeTest.awaitCmListener(port, 60_000, server);
+        } else {
+            awaitListening(port, 60_000, server);
+        }
+    }
+
     /** A C perftest tool running as a child process. */
     static final class CTool {
         final Process process;
