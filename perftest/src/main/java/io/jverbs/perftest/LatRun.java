@@ -88,7 +88,7 @@ final class LatRun extends Run {
             last = h;
         }
         report.line();
-        new Report(c, streams.err()).lines(hdrLines); // jverbs' addition: on stderr, so stdout stays C's
+        Report.lines(streams.err(), hdrLines); // jverbs' addition: on stderr, so stdout stays C's
         if (c.verb() == Verb.WRITE) {
             oob.finish(false); // write_lat ends without a closing exchange
         } else {

@@ -177,13 +177,18 @@ final class Report {
         return "0x" + "0".repeat(digits - h.length()) + h;
     }
 
+    /** C's bandwidth table header, with the CPU column where --cpu_util applies. */
+    private String bwHeader() {
+        return (c.reportGbits()
+                ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
+                : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]") + cpuHead();
+    }
+
     void bwHead() {
         if (!full()) {
             return;
         }
-        out.println((c.reportGbits()
-                ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
-                : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]") + cpuHead());
+        out.println(bwHeader());
         out.flush();
     }
 
@@ -208,14 +213,11 @@ final class Report {
      * peer's tables, each under its title (not held back by --output, as C's; the rows follow it).
      */
     void bothSides(BwLoop.BwResult local, BwLoop.BwResult remote) {
-        String head = (c.reportGbits()
-                ? " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
-                : " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]") + cpuHead();
         for (int i = 0; i < 2; i++) {
             out.println(LINE);
             out.print(i == 0 ? "\n Local results: \n" : "\n Remote results: \n");
             out.println(LINE);
-            out.println(head);
+            out.println(bwHeader());
             bwRow(i == 0 ? local : remote);
         }
     }
@@ -288,8 +290,8 @@ final class Report {
                 h.getTotalCount(), size, tailLeftOut ? ", the " + LatStats.TAIL + " slowest left out as in the row" : "");
     }
 
-    /** Prints lines as they are. */
-    void lines(java.util.List<String> lines) {
+    /** Prints lines as they are, on {@code out}. */
+    static void lines(PrintWriter out, java.util.List<String> lines) {
         for (String l : lines) {
             out.println(l);
         }
